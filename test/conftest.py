@@ -22,3 +22,38 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 (ONNX backend), loaded once per test session."""
+    from brainmem_ros.embedding import MiniLMEmbedder
+
+    return MiniLMEmbedder("onnx")
+
+
+@pytest.fixture
+def hashing():
+    from brainmem_ros.embedding import HashingEmbedder
+
+    return HashingEmbedder()
+
+
+@pytest.fixture
+def make_memory(tmp_path):
+    """Build BrainMemory instances on a temporary store; closes them all at the end."""
+    from brainmem_ros.config import MemoryConfig
+    from brainmem_ros.memory import BrainMemory
+
+    made = []
+
+    def make(embedder, path=None, **flat):
+        config = MemoryConfig().replace(**{"store.path": str(path or tmp_path / "memory.db"), **flat})
+        memory = BrainMemory(config, embedder=embedder)
+        made.append(memory)
+        return memory
+
+    yield make
+    for memory in made:
+        if memory.store._conn is not None:
+            memory.close()

@@ -1,0 +1,122 @@
+"""Encoding: observations, action results and goal events become traces.
+
+A trace gets its embedding (one batched model call for everything that arrived together), its
+entities and relations (``extraction``), and its initial importance (``importance``), which needs to
+know the active goal and what is already believed about the same entities.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from brainmem_ros.config import ImportanceSection
+from brainmem_ros.embedding import Embedder
+from brainmem_ros.errors import InvalidRequest
+from brainmem_ros.extraction import Vocabulary, canonical, extract
+from brainmem_ros.importance import goal_relevance, initial_importance, novelty
+from brainmem_ros.trace import Position, Trace, TraceKind
+
+__all__ = ["Event", "EncodingContext", "Encoder", "check_text", "check_agent"]
+
+
+@dataclass
+class Event:
+    """Raw input to the encoder, as a perception or action node reports it."""
+
+    agent_id: str
+    kind: TraceKind
+    text: str
+    entities: Sequence[str] = ()
+    location: str = ""
+    position: Optional[Position] = None
+    source: str = ""
+    confidence: float = 1.0
+    success: Optional[bool] = None
+    action: str = ""
+    goal_id: str = ""
+    timestamp: float = 0.0
+
+
+@dataclass
+class EncodingContext:
+    """What importance needs to know about one agent at encoding time."""
+
+    goal_entities: set = field(default_factory=set)
+    goal_embedding: Optional[np.ndarray] = None
+    known_facts: dict = field(default_factory=dict)
+    recent_embeddings: Optional[np.ndarray] = None
+
+
+def check_agent(agent_id: str) -> str:
+    if not isinstance(agent_id, str) or not agent_id.strip():
+        raise InvalidRequest("agent_id must not be empty")
+    if len(agent_id) > 128 or any(ord(c) < 32 for c in agent_id):
+        raise InvalidRequest("agent_id must be at most 128 printable characters")
+    return agent_id
+
+
+def check_text(text: str, what: str, max_chars: int) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidRequest(f"{what} must not be empty")
+    if len(text) > max_chars:
+        raise InvalidRequest(f"{what} is {len(text)} characters, more than the {max_chars} allowed")
+    if "\x00" in text:
+        raise InvalidRequest(f"{what} contains a NUL character")
+    return text
+
+
+class Encoder:
+    def __init__(self, embedder: Embedder, vocabulary: Vocabulary, weights: ImportanceSection,
+                 max_text_chars: int):
+        self.embedder = embedder
+        self.vocabulary = vocabulary
+        self._pattern = vocabulary.pattern()
+        self.weights = weights
+        self.max_text_chars = max_text_chars
+
+    def validate(self, event: Event) -> None:
+        check_agent(event.agent_id)
+        check_text(event.text, "text", self.max_text_chars)
+        if not (isinstance(event.confidence, (int, float)) and math.isfinite(event.confidence)
+                and 0.0 <= event.confidence <= 1.0):
+            raise InvalidRequest(f"confidence must be within [0, 1], got {event.confidence!r}")
+        if event.position is not None and not all(math.isfinite(c) for c in event.position):
+            raise InvalidRequest("position contains NaN or infinite values")
+        if len(event.entities) > 256 or any(not isinstance(e, str) or len(e) > 200 for e in event.entities):
+            raise InvalidRequest("entities must be at most 256 names of at most 200 characters")
+
+    def encode(self, events: Sequence[Event], context_for: Callable[[str], EncodingContext]) -> list[Trace]:
+        """Validate everything first (a bad event rejects the batch), then embed in one call."""
+        for event in events:
+            self.validate(event)
+        if not events:
+            return []
+        vectors = self.embedder.embed([e.text for e in events])
+        now = time.time()
+        traces = []
+        contexts: dict[str, EncodingContext] = {}
+        for event, vector in zip(events, vectors):
+            found = extract(event.text, self.vocabulary, self._pattern)
+            entities = list(dict.fromkeys([canonical(e) for e in event.entities if canonical(e)] + found.entities))
+            ctx = contexts.get(event.agent_id) or contexts.setdefault(event.agent_id, context_for(event.agent_id))
+            nearest = 0.0
+            if ctx.recent_embeddings is not None and len(ctx.recent_embeddings):
+                nearest = float(np.max(ctx.recent_embeddings @ vector))
+            relevance = goal_relevance(entities, vector, ctx.goal_entities, ctx.goal_embedding)
+            score = initial_importance(
+                self.weights, relevance=relevance,
+                novelty_score=novelty(found.relations, ctx.known_facts, nearest),
+                success=event.success, is_action=event.kind is TraceKind.ACTION)
+            for rel in found.relations:  # later events of a batch see earlier ones as known
+                ctx.known_facts[(rel.subject, rel.predicate)] = rel.object
+            traces.append(Trace(
+                agent_id=event.agent_id, kind=event.kind, text=event.text.strip(), embedding=vector,
+                entities=entities, relations=found.relations, importance=score,
+                timestamp=event.timestamp or now, source=event.source or event.kind.value,
+                confidence=float(event.confidence), location=event.location, position=event.position,
+                success=event.success, action=event.action, goal_id=event.goal_id))
+        return traces

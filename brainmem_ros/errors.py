@@ -1,0 +1,30 @@
+"""The one exception tree of brainmem_ros.
+
+Everything the core raises on purpose derives from ``BrainMemError``, and its message is written to
+be passed on as-is in a service response's ``message`` field. Nodes catch ``BrainMemError`` and
+answer ``success: false``; anything else is a bug.
+"""
+
+__all__ = ["BrainMemError", "InvalidRequest", "StoreUnavailable", "EmbedderUnavailable"]
+
+
+class BrainMemError(Exception):
+    """Base of every error brainmem_ros raises deliberately."""
+
+
+class InvalidRequest(BrainMemError, ValueError):
+    """The caller's arguments are unusable (empty query, bad top_k, unknown zone, NaN embedding...).
+
+    Raised before anything is written, so the store is unchanged.
+    """
+
+
+class StoreUnavailable(BrainMemError):
+    """The long-term store cannot be opened or written (missing folder, read-only file, full disk).
+
+    What was committed before the failure stays on disk.
+    """
+
+
+class EmbedderUnavailable(BrainMemError):
+    """The embedding model cannot be loaded (package missing, files damaged)."""

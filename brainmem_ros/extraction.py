@@ -1,0 +1,169 @@
+"""Entities and relations from a trace's words, by rules over a configurable vocabulary.
+
+Rules, not a model: they are fast, deterministic and explainable, which matters for supersession
+(a wrong relation would close a true fact). Sentence patterns catch names outside the vocabulary
+("the red potato is on the counter"), so the rules also work on kitchens nobody configured.
+Relations are normalised so that functional facts line up: every containment becomes
+(item, location, place), every open/closed/on/off/sliced... becomes (item, state, word).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from brainmem_ros.trace import Relation
+
+__all__ = ["Vocabulary", "Extraction", "extract", "canonical", "HELD"]
+
+HELD = "hand"  # the place of whatever the agent is carrying
+
+KITCHEN_OBJECTS = (
+    "bread", "butter", "lettuce", "tomato", "mayonnaise", "mustard", "cheese", "ham", "egg", "eggs",
+    "knife", "fork", "spoon", "plate", "bowl", "cup", "mug", "glass", "cutting board", "pan", "pot",
+    "kettle", "coffee", "coffee beans", "coffee grounds", "filter", "water", "milk", "sugar", "salt",
+    "pepper", "sponge", "towel", "cloth", "soap", "dish soap", "trash", "crumbs", "timer", "apple",
+    "banana", "carrot", "onion", "potato", "cucumber", "jam", "peanut butter", "sandwich", "toast",
+    "juice", "tea", "tea bag", "rag", "spray", "cleaner", "dough", "flour", "oil", "lemon",
+)
+KITCHEN_PLACES = (
+    "fridge", "freezer", "cupboard", "cabinet", "drawer", "counter", "countertop", "table", "sink",
+    "stove", "oven", "toaster", "microwave", "coffee machine", "dishwasher", "shelf", "pantry",
+    "kitchen", "living room", "bedroom", "bathroom", "corridor", "hallway", "garden", "backyard",
+    "patio", "laundry room", "supermarket", "street", "driveway", "bin", "trash can", "bbq",
+    "left counter", "right counter", "right-hand counter", "left-hand counter", "kitchen island",
+)
+STATE_WORDS = ("open", "closed", "on", "off", "sliced", "diced", "chopped", "cooked", "fried",
+               "roasted", "grilled", "clean", "dirty", "empty", "full", "broken", "ringing", "wet",
+               "dry", "hot", "cold", "toasted", "spread", "burned", "raw")
+
+_ARTICLE = r"(?:the|a|an|some|your|one|two|three)\s+"
+_NP = r"[a-z][a-z0-9' -]*?"
+_LIST = r"[a-z][a-z0-9' ,-]*?"
+_END = r"(?=[.!?;\n]|$)"
+
+
+def canonical(name: str) -> str:
+    """Lower-case, articles and trailing punctuation removed: "The Butter." -> "butter"."""
+    name = name.strip().lower().strip(" .,!?;:\"'")
+    name = re.sub(rf"^(?:{_ARTICLE})+", "", name + " ").strip()
+    return re.sub(r"\s+", " ", name)
+
+
+def _split_list(text: str) -> list[str]:
+    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", text)
+    return [c for c in (canonical(p) for p in parts) if c and c not in ("nothing", "")]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Names the extractor recognises anywhere in a text, places among them."""
+
+    objects: frozenset = field(default_factory=lambda: frozenset(KITCHEN_OBJECTS))
+    places: frozenset = field(default_factory=lambda: frozenset(KITCHEN_PLACES))
+
+    @classmethod
+    def with_extra(cls, entities: Iterable[str] = (), places: Iterable[str] = ()) -> "Vocabulary":
+        return cls(frozenset(KITCHEN_OBJECTS) | {canonical(e) for e in entities},
+                   frozenset(KITCHEN_PLACES) | {canonical(p) for p in places})
+
+    @property
+    def names(self) -> frozenset:
+        return self.objects | self.places
+
+    def pattern(self) -> re.Pattern:
+        names = sorted(self.names, key=len, reverse=True)
+        return re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
+
+
+@dataclass
+class Extraction:
+    entities: list[str]
+    relations: list[Relation]
+
+
+_RULES: list[tuple[re.Pattern, str]] = [
+    # "the butter is in the fridge", "a knife is on the counter", "the eggs are in the bowl"
+    (re.compile(rf"(?:^|[.!?;,]\s*|\bthat\s+)(?:{_ARTICLE})?(?P<x>{_NP})\s+(?:is|are|was|were|lies|sits|stays)\s+"
+                rf"(?:now\s+|still\s+)?(?:in|inside|on|at|on top of|in the middle of|under|next to)\s+"
+                rf"(?:{_ARTICLE})?(?P<y>{_NP}){_END}"), "located"),
+    # "you put the butter on the counter", "you placed the knife in the drawer"
+    (re.compile(rf"\byou\s+(?:put|place|placed|move|moved|insert|inserted|drop|dropped)\s+(?:{_ARTICLE})?"
+                rf"(?P<x>{_NP})\s+(?:in|into|on|onto|inside|in the)\s+(?:{_ARTICLE})?(?P<y>{_NP}){_END}"), "located"),
+    # "you took the butter (from the fridge)", "you pick up the knife"
+    (re.compile(rf"\byou\s+(?:take|took|pick up|picked up|grab|grabbed|get|got)\s+(?:{_ARTICLE})?"
+                rf"(?P<list>{_LIST})(?:\s+(?:from|off|out of)\s+(?:{_ARTICLE})?{_NP})?{_END}"), "held"),
+    # "the fridge contains butter and milk"
+    (re.compile(rf"(?:{_ARTICLE})?(?P<y>{_NP})\s+(?:contains|holds|has)\s+(?P<list>{_LIST}){_END}"), "contains"),
+    # "on the counter you see a knife, a plate and bread", "in the fridge there is milk"
+    (re.compile(rf"\b(?:in|on|inside)\s+(?:{_ARTICLE})?(?P<y>{_NP}),?\s+(?:you\s+(?:see|can see|notice|find)|there\s+(?:is|are))\s+"
+                rf"(?P<list>{_LIST}){_END}"), "contains"),
+    # "you open the fridge", "opened the cupboard", "you turn on the coffee machine"
+    (re.compile(rf"\b(?:you\s+)?(?P<verb>open|opened|opens|close|closed|closes|turn on|turned on|switch on|switched on|"
+                rf"turn off|turned off|switch off|switched off|slice|sliced|dice|diced|chop|chopped|fry|fried|"
+                rf"roast|roasted|grill|grilled|clean|cleaned|wipe|wiped|toast|toasted)\s+(?:{_ARTICLE})?(?P<x>{_NP})"
+                rf"(?:\s+(?:with|using|on|in)\s+{_NP})?{_END}"), "verb_state"),
+    # "the fridge is open", "the coffee machine is on"
+    (re.compile(rf"(?:^|[.!?;,]\s*)(?:{_ARTICLE})?(?P<x>{_NP})\s+(?:is|are)\s+(?:now\s+)?(?P<state>"
+                + "|".join(STATE_WORDS) + rf"){_END}"), "state"),
+    # 黄油在冰箱里 / 刀在台面上
+    (re.compile(r"(?P<x>[\u4e00-\u9fff]{1,6})在(?P<y>[\u4e00-\u9fff]{1,6}?)(?:里|上|中|内|旁)"), "located"),
+]
+
+_VERB_STATE = {
+    "open": "open", "opened": "open", "opens": "open", "close": "closed", "closed": "closed",
+    "closes": "closed", "turn on": "on", "turned on": "on", "switch on": "on", "switched on": "on",
+    "turn off": "off", "turned off": "off", "switch off": "off", "switched off": "off",
+    "slice": "sliced", "sliced": "sliced", "dice": "diced", "diced": "diced", "chop": "chopped",
+    "chopped": "chopped", "fry": "fried", "fried": "fried", "roast": "roasted", "roasted": "roasted",
+    "grill": "grilled", "grilled": "grilled", "clean": "clean", "cleaned": "clean", "wipe": "clean",
+    "wiped": "clean", "toast": "toasted", "toasted": "toasted",
+}
+_NOT_ENTITIES = {"you", "it", "there", "this", "that", "here", "which", "what", "nothing", "room",
+                 "something", "anything", "everything", "i", "we", "they", "he", "she"}
+
+
+def _ok(name: str) -> bool:
+    return bool(name) and name not in _NOT_ENTITIES and len(name) <= 60 and len(name.split()) <= 5
+
+
+def extract(text: str, vocabulary: Vocabulary, pattern: re.Pattern | None = None) -> Extraction:
+    """Entities (vocabulary names, then pattern captures) and normalised relations of one text."""
+    lowered = text.lower()
+    pattern = pattern or vocabulary.pattern()
+    entities: list[str] = []
+    relations: list[Relation] = []
+
+    def add_entity(name: str) -> None:
+        if _ok(name) and name not in entities:
+            entities.append(name)
+
+    def add(rel: Relation) -> None:
+        if _ok(rel.subject) and rel.object and rel not in relations:
+            relations.append(rel)
+            add_entity(rel.subject)
+            if rel.predicate == "location" and rel.object != HELD:
+                add_entity(rel.object)
+
+    for match in pattern.finditer(lowered):
+        add_entity(match.group(1))
+    for sentence in re.split(r"(?<=[.!?;\n])\s+", lowered):
+        for rule, kind in _RULES:
+            for m in rule.finditer(sentence):
+                groups = m.groupdict()
+                if kind == "located":
+                    add(Relation(canonical(groups["x"]), "location", canonical(groups["y"])))
+                elif kind == "held":
+                    for item in _split_list(groups["list"]):
+                        add(Relation(item, "location", HELD))
+                elif kind == "contains":
+                    place = canonical(groups["y"])
+                    if place in ("you", "it"):
+                        continue
+                    for item in _split_list(groups["list"]):
+                        add(Relation(item, "location", place))
+                elif kind == "verb_state":
+                    add(Relation(canonical(groups["x"]), "state", _VERB_STATE[groups["verb"]]))
+                elif kind == "state":
+                    add(Relation(canonical(groups["x"]), "state", groups["state"]))
+    return Extraction(entities, relations)

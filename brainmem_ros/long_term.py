@@ -1,0 +1,653 @@
+"""Long-term memory on disk: SQLite as the source of truth, FAISS partitions kept in step with it.
+
+SQLite (WAL) holds entries with their embeddings, the entity graph (entry-entity edges, relations
+with valid-from/valid-to), derivation edges, goals and the archive; an FTS5 table, kept in sync by
+triggers, serves lexical recall. The vector partitions are rebuilt from SQLite at open, and a saved
+HNSW graph is reused only when it indexes exactly the rows SQLite holds, so a missing, stale or
+corrupt index file costs a rebuild, never a wrong answer.
+
+An id is handed out only after its transaction committed: what a caller was told is stored is on
+disk (``synchronous=FULL`` survives a power cut, ``NORMAL`` a process crash).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import sqlite3
+import threading
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+import sqlite_utils
+
+from brainmem_ros.errors import InvalidRequest, StoreUnavailable
+from brainmem_ros.trace import Entry, Position, Relation, Zone
+from brainmem_ros.vector_index import IndexSettings, Partition
+
+__all__ = ["LongTermStore", "SHARED_OWNER"]
+
+log = logging.getLogger("brainmem_ros.long_term")
+SCHEMA_VERSION = 1
+SHARED_OWNER = "\x00shared"
+_COLUMNS = ("rowid, id, agent_id, shared, zone, content, embedding, importance, created, last_access, "
+            "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
+
+
+def _owner(agent_id: str, shared: bool) -> str:
+    return SHARED_OWNER if shared else agent_id
+
+
+class LongTermStore:
+    """The persistent zones (episodic, semantic, procedural, goal) of every agent."""
+
+    def __init__(self, path: str | Path, dim: int = 384, index: IndexSettings | None = None,
+                 synchronous: str = "FULL", index_save_every: int = 5000, model_name: str = ""):
+        self.path = Path(path).expanduser()
+        self.dim = dim
+        self.index_settings = index or IndexSettings(dim=dim)
+        self.index_save_every = index_save_every
+        self._lock = threading.RLock()
+        self._partitions: dict[tuple[str, str], Partition] = {}
+        self._where: dict[int, tuple[str, str]] = {}
+        self._pending_access: dict[int, tuple[float, float]] = {}
+        self._changes_since_save = 0
+        self.created_new = not self.path.exists()
+        self.rebuilt_partitions: list[str] = []
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
+                                         timeout=10.0)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._create_schema(model_name)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
+        self._load_partitions()
+
+    # -- schema ------------------------------------------------------------------------------
+    def _create_schema(self, model_name: str) -> None:
+        db = sqlite_utils.Database(self._conn)
+        if "entries" not in db.table_names():
+            with self._transaction():
+                db["entries"].create({
+                    "key": int, "id": str, "agent_id": str, "shared": int, "zone": str, "content": str,
+                    "entity_text": str, "embedding": bytes, "importance": float, "created": float,
+                    "last_access": float, "access_count": int, "source": str, "confidence": float,
+                    "location": str, "x": float, "y": float, "z": float, "superseded": int,
+                    "warning": int, "strength": int, "goal_key": str,
+                }, not_null={"id", "agent_id", "zone", "content", "embedding", "importance", "created",
+                             "last_access"},
+                    defaults={"shared": 0, "access_count": 0, "superseded": 0, "warning": 0,
+                              "strength": 1, "goal_key": "", "entity_text": "", "source": "",
+                              "confidence": 1.0, "location": ""}, pk="key")
+                db["entries"].create_index(["id"], unique=True)
+                db["entries"].create_index(["agent_id", "zone", "created"])
+                db.execute("CREATE INDEX entries_shared ON entries(zone) WHERE shared = 1")
+                db.execute("CREATE INDEX entries_xy ON entries(x, y) WHERE x IS NOT NULL")
+                db.execute("CREATE INDEX entries_goal_key ON entries(agent_id, goal_key) WHERE goal_key != ''")
+                db.execute("CREATE INDEX entries_warning ON entries(agent_id) WHERE warning = 1")
+                db.execute("CREATE TABLE entry_entities (entry INTEGER NOT NULL REFERENCES entries(key) "
+                           "ON DELETE CASCADE, entity TEXT NOT NULL, PRIMARY KEY (entity, entry)) WITHOUT ROWID")
+                db.execute("CREATE INDEX entry_entities_entry ON entry_entities(entry)")
+                db.execute("CREATE TABLE relations (id INTEGER PRIMARY KEY, entry INTEGER NOT NULL "
+                           "REFERENCES entries(key) ON DELETE CASCADE, agent_id TEXT NOT NULL, "
+                           "shared INTEGER NOT NULL DEFAULT 0, zone TEXT NOT NULL, subject TEXT NOT NULL, predicate TEXT NOT NULL, "
+                           "object TEXT NOT NULL, valid_from REAL NOT NULL, valid_to REAL, superseded_by TEXT)")
+                db.execute("CREATE INDEX relations_current ON relations(agent_id, subject, predicate) "
+                           "WHERE valid_to IS NULL")
+                db.execute("CREATE INDEX relations_subject ON relations(subject)")
+                db.execute("CREATE INDEX relations_object ON relations(object)")
+                db.execute("CREATE INDEX relations_entry ON relations(entry)")
+                db.execute("CREATE INDEX relations_superseded_by ON relations(superseded_by) "
+                           "WHERE superseded_by IS NOT NULL")
+                db.execute("CREATE TABLE derived (entry INTEGER NOT NULL REFERENCES entries(key) "
+                           "ON DELETE CASCADE, source TEXT NOT NULL, PRIMARY KEY (source, entry)) WITHOUT ROWID")
+                db.execute("CREATE TABLE goals (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, parent_id TEXT, "
+                           "description TEXT NOT NULL, status INTEGER NOT NULL, temporary INTEGER NOT NULL, "
+                           "stamp REAL NOT NULL)")
+                db.execute("CREATE TABLE archive (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, zone TEXT, "
+                           "content TEXT, embedding BLOB, importance REAL, created REAL, archived REAL, "
+                           "reason TEXT, record TEXT)")
+                db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+                db["entries"].enable_fts(["content", "entity_text"], create_triggers=True,
+                                         tokenize="unicode61 remove_diacritics 2")
+                db.execute("INSERT INTO meta VALUES ('schema_version', ?), ('dim', ?), ('model', ?)",
+                           [str(SCHEMA_VERSION), str(self.dim), model_name])
+        meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        if int(meta.get("dim", self.dim)) != self.dim:
+            raise StoreUnavailable(f"{self.path} holds {meta['dim']}-d embeddings, this store uses {self.dim}-d")
+        if model_name and meta.get("model") and meta["model"] != model_name:
+            raise StoreUnavailable(f"{self.path} was embedded with {meta['model']!r}, not {model_name!r}")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; on any error ROLLBACK, so nothing half-written stays."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot write to {self.path}: {exc}") from exc
+            try:
+                self._flush_access_locked()
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreUnavailable(f"write to {self.path} failed, nothing was changed: {exc}") from exc
+                raise
+
+    # -- index -------------------------------------------------------------------------------
+    def _graph_path(self, key: tuple[str, str]) -> Path:
+        owner = "shared" if key[0] == SHARED_OWNER else "".join(c if c.isalnum() or c in "-_" else "_" for c in key[0])
+        return Path(f"{self.path}.index") / f"{owner}-{uuid.uuid5(uuid.NAMESPACE_URL, key[0]).hex[:8]}-{key[1]}.faiss"
+
+    def _load_partitions(self) -> None:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding FROM entries ORDER BY rowid"
+            ).fetchall()
+        grouped: dict[tuple[str, str], list] = defaultdict(list)
+        for row in rows:
+            grouped[(_owner(row[1], bool(row[2])), row[3])].append(row)
+        for key, group in grouped.items():
+            part = Partition(self.index_settings)
+            rowids = np.fromiter((r[0] for r in group), dtype=np.int64, count=len(group))
+            vectors = np.frombuffer(b"".join(r[6] for r in group), dtype=np.float32).reshape(len(group), self.dim)
+            created = np.fromiter((r[4] for r in group), dtype=np.float64, count=len(group))
+            hidden = np.fromiter((bool(r[5]) for r in group), dtype=bool, count=len(group))
+            part._load_arrays(rowids, vectors, created, hidden)
+            if part.size >= self.index_settings.exact_below and not part.load_graph(self._graph_path(key)):
+                log.info("building the vector index of %s/%s (%d entries)", key[0], key[1], part.size)
+                part.build_hnsw()
+                self.rebuilt_partitions.append(f"{key[0]}/{key[1]}")
+            self._partitions[key] = part
+            for rowid in rowids.tolist():
+                self._where[rowid] = key
+
+    def save_index(self) -> None:
+        with self._lock:
+            for key, part in self._partitions.items():
+                if part.hnsw is not None:
+                    path = self._graph_path(key)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    part.save_graph(path)
+            self._changes_since_save = 0
+
+    def _index_add(self, rows: list[tuple[int, Entry]]) -> None:
+        grouped: dict[tuple[str, str], list] = defaultdict(list)
+        for rowid, entry in rows:
+            grouped[(_owner(entry.agent_id, entry.shared), entry.zone.value)].append((rowid, entry))
+        for key, group in grouped.items():
+            part = self._partitions.setdefault(key, Partition(self.index_settings))
+            part.add(np.array([r for r, _ in group], dtype=np.int64),
+                     np.stack([e.embedding for _, e in group]).astype(np.float32),
+                     np.array([e.created for _, e in group], dtype=np.float64),
+                     np.array([e.superseded for _, e in group], dtype=bool))
+            for rowid, _ in group:
+                self._where[rowid] = key
+        self._note_changes(len(rows))
+
+    def _index_remove(self, rowids: Iterable[int]) -> None:
+        touched = set()
+        for rowid in rowids:
+            key = self._where.pop(rowid, None)
+            if key and self._partitions[key].remove(rowid):
+                touched.add(key)
+        for key in touched:
+            if self._partitions[key].needs_compaction():
+                self._partitions[key].compact()
+
+    def _note_changes(self, n: int) -> None:
+        self._changes_since_save += n
+        if self.index_save_every and self._changes_since_save >= self.index_save_every:
+            self.save_index()
+
+    def _visible(self, agent_id: str, zones: Sequence[Zone]) -> list[Partition]:
+        zone_values = {z.value for z in zones}
+        return [p for (owner, zone), p in self._partitions.items()
+                if zone in zone_values and owner in (agent_id, SHARED_OWNER)]
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state")) -> list[str]:
+        """Store entries atomically; returns their ids once committed.
+
+        Relations of new semantic facts and observed episodes whose predicate is in ``supersede``
+        close the current relation with the same agent, subject and predicate (and mark its entry
+        superseded when nothing current is left in it). Only that exact (subject, predicate) is
+        touched, and history is kept: the old relation gets a valid_to and a superseded_by.
+        """
+        for e in entries:
+            self._validate(e)
+        now = time.time()
+        added: list[tuple[int, Entry]] = []
+        hidden_changes: list[tuple[int, bool]] = []
+        with self._transaction() as conn:
+            for e in entries:
+                e.id = e.id or f"{e.zone.value[:3]}-{uuid.uuid4().hex[:16]}"
+                e.created = e.created or now
+                e.last_access = e.last_access or e.created
+                pos = e.position
+                cur = conn.execute(
+                    "INSERT INTO entries (id, agent_id, shared, zone, content, entity_text, embedding, importance,"
+                    " created, last_access, access_count, source, confidence, location, x, y, z, superseded,"
+                    " warning, strength, goal_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (e.id, e.agent_id, int(e.shared), e.zone.value, e.content, " ".join(e.entities),
+                     np.ascontiguousarray(e.embedding, dtype=np.float32).tobytes(), float(e.importance),
+                     e.created, e.last_access, e.access_count, e.source, float(e.confidence), e.location,
+                     pos.x if pos else None, pos.y if pos else None, pos.z if pos else None,
+                     int(e.superseded), int(e.warning), e.strength, e.goal_key))
+                rowid = cur.lastrowid
+                conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)",
+                                 [(rowid, name) for name in e.entities])
+                for rel in e.relations:
+                    if rel.predicate in supersede and e.zone in (Zone.SEMANTIC, Zone.EPISODIC):
+                        hidden_changes += self._close_current(conn, e, rel)
+                conn.executemany(
+                    "INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object, valid_from)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object, e.created)
+                     for r in e.relations])
+                conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)",
+                                 [(rowid, source) for source in e.derived_from])
+                added.append((rowid, e))
+        self._index_add(added)
+        for rowid, hidden in hidden_changes:
+            self._set_hidden(rowid, hidden)
+        return [e.id for _, e in added]
+
+    def _close_current(self, conn, entry: Entry, rel: Relation) -> list[tuple[int, bool]]:
+        rows = conn.execute(
+            "SELECT id, entry FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
+            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ?", (entry.agent_id, rel.subject, rel.predicate, rel.object)
+        ).fetchall()
+        changes = []
+        for rel_id, entry_rowid in rows:
+            conn.execute("UPDATE relations SET valid_to = ?, superseded_by = ? WHERE id = ?",
+                         (entry.created, entry.id, rel_id))
+            still_current = conn.execute("SELECT 1 FROM relations WHERE entry = ? AND valid_to IS NULL",
+                                         (entry_rowid,)).fetchone()
+            if not still_current:
+                conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (entry_rowid,))
+                changes.append((entry_rowid, True))
+        return changes
+
+    def _set_hidden(self, rowid: int, hidden: bool) -> None:
+        key = self._where.get(rowid)
+        if key:
+            self._partitions[key].set_hidden(rowid, hidden)
+
+    def _validate(self, e: Entry) -> None:
+        if not isinstance(e.zone, Zone) or e.zone is Zone.WORKING:
+            raise InvalidRequest(f"entries stored long-term need a long-term zone, not {e.zone!r}")
+        emb = np.asarray(e.embedding, dtype=np.float32)
+        if emb.shape != (self.dim,):
+            raise InvalidRequest(f"embedding must have {self.dim} components, got {emb.size}")
+        if not np.all(np.isfinite(emb)):
+            raise InvalidRequest("embedding contains NaN or infinite values")
+        for name in ("importance", "confidence"):
+            value = getattr(e, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise InvalidRequest(f"{name} must be within [0, 1], got {value!r}")
+        if e.position is not None and not all(math.isfinite(c) for c in e.position):
+            raise InvalidRequest("position contains NaN or infinite values")
+
+    def strengthen(self, entry_id: str, importance: float, content: Optional[str] = None,
+                   embedding: Optional[np.ndarray] = None, confidence: Optional[float] = None) -> None:
+        """A repeat of what is known: one entry grows stronger instead of a copy piling up."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT rowid FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            if not row:
+                raise InvalidRequest(f"unknown memory id {entry_id!r}")
+            conn.execute("UPDATE entries SET strength = strength + 1, importance = ?, last_access = ?,"
+                         " confidence = COALESCE(?, confidence) WHERE rowid = ?",
+                         (float(np.clip(importance, 0, 1)), time.time(), confidence, row[0]))
+            if content is not None:
+                conn.execute("UPDATE entries SET content = ? WHERE rowid = ?", (content, row[0]))
+            if embedding is not None:
+                conn.execute("UPDATE entries SET embedding = ? WHERE rowid = ?",
+                             (np.asarray(embedding, dtype=np.float32).tobytes(), row[0]))
+        if embedding is not None:
+            key = self._where.get(row[0])
+            part = self._partitions.get(key) if key else None
+            if part is not None and part.hnsw is None:
+                part._vectors[part.position[row[0]]] = embedding
+
+    def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
+        with self._transaction() as conn:
+            now = time.time()
+            cur = conn.executemany("UPDATE entries SET importance = ?, last_access = ? WHERE id = ?",
+                                   [(float(np.clip(v, 0, 1)), now, i) for i, v in zip(entry_ids, importance)])
+            return cur.rowcount
+
+    def record_access(self, rowids: Sequence[int], importance: Sequence[float], now: float) -> None:
+        """Buffered: access counts are statistics, flushed with the next write or at close."""
+        with self._lock:
+            for rowid, value in zip(rowids, importance):
+                count, _ = self._pending_access.get(rowid, (0, 0.0))
+                self._pending_access[rowid] = (count + 1, float(value))
+            self._access_time = now
+
+    def _flush_access_locked(self) -> None:
+        if not self._pending_access:
+            return
+        now = getattr(self, "_access_time", time.time())
+        self._conn.executemany(
+            "UPDATE entries SET access_count = access_count + ?, importance = ?, last_access = ? WHERE rowid = ?",
+            [(c, v, now, r) for r, (c, v) in self._pending_access.items()])
+        self._pending_access.clear()
+
+    def flush(self) -> None:
+        if self._pending_access:
+            with self._transaction():
+                pass
+
+    def upsert_goal(self, goal) -> None:
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO goals VALUES (?,?,?,?,?,?,?)",
+                         (goal.id, goal.agent_id, goal.parent_id, goal.description, int(goal.status),
+                          int(goal.temporary), goal.stamp))
+
+    # -- deletion, archive -------------------------------------------------------------------
+    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = ()) -> int:
+        """Delete entries (by id or by entity) with everything that points at them.
+
+        Edges, relations and FTS rows go with the entry (cascades and triggers); entries derived from
+        a deleted one (procedures quoting it) go too; a fact a deleted entry had superseded becomes
+        current again, so deleting a wrong observation restores the truth it displaced.
+        """
+        if not agent_id:
+            raise InvalidRequest("explicit deletion needs an agent_id")
+        with self._transaction() as conn:
+            rowids = set()
+            if ids:
+                found = conn.execute(
+                    f"SELECT rowid, id FROM entries WHERE agent_id = ? AND id IN ({','.join('?' * len(ids))})",
+                    [agent_id, *ids]).fetchall()
+                missing = set(ids) - {r[1] for r in found}
+                if missing:
+                    raise InvalidRequest(f"no memory of agent {agent_id!r} with id(s): {', '.join(sorted(missing))}")
+                rowids |= {r[0] for r in found}
+            if entities:
+                rowids |= {r[0] for r in conn.execute(
+                    f"SELECT DISTINCT ee.entry FROM entry_entities ee JOIN entries e ON e.rowid = ee.entry"
+                    f" WHERE e.agent_id = ? AND ee.entity IN ({','.join('?' * len(entities))})",
+                    [agent_id, *entities])}
+            frontier = set(rowids)
+            while frontier:  # entries derived from deleted ones, transitively
+                ids_now = [r[0] for r in conn.execute(
+                    f"SELECT id FROM entries WHERE rowid IN ({','.join('?' * len(frontier))})", list(frontier))]
+                derived = {r[0] for r in conn.execute(
+                    f"SELECT entry FROM derived WHERE source IN ({','.join('?' * len(ids_now))})", ids_now)}
+                frontier = derived - rowids
+                rowids |= frontier
+            reopened = self._drop_rows(conn, rowids)
+        self._index_remove(rowids)
+        for rowid in reopened:
+            self._set_hidden(rowid, False)
+        return len(rowids)
+
+    def _drop_rows(self, conn, rowids: set[int]) -> list[int]:
+        """Delete rows; reopen the facts they superseded. Returns rowids made current again."""
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        ids = [r[0] for r in conn.execute(f"SELECT id FROM entries WHERE rowid IN ({marks})", list(rowids))]
+        reopened = []
+        if ids:
+            id_marks = ",".join("?" * len(ids))
+            for rel_id, entry_rowid, agent, subject, predicate in conn.execute(
+                    f"SELECT id, entry, agent_id, subject, predicate FROM relations WHERE superseded_by IN ({id_marks})"
+                    f" AND entry NOT IN ({marks})", [*ids, *rowids]).fetchall():
+                newer = conn.execute(
+                    f"SELECT 1 FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ? AND valid_to IS NULL"
+                    f" AND entry NOT IN ({marks})", [agent, subject, predicate, *rowids]).fetchone()
+                if newer:
+                    continue
+                conn.execute("UPDATE relations SET valid_to = NULL, superseded_by = NULL WHERE id = ?", (rel_id,))
+                conn.execute("UPDATE entries SET superseded = 0 WHERE rowid = ?", (entry_rowid,))
+                reopened.append(entry_rowid)
+        conn.execute(f"DELETE FROM entries WHERE rowid IN ({marks})", list(rowids))
+        return reopened
+
+    def archive_rows(self, rowids: Sequence[int], reason: str, hard_delete: bool) -> int:
+        if not len(rowids):
+            return 0
+        now = time.time()
+        rowid_list = [int(r) for r in rowids]
+        with self._transaction() as conn:
+            for start in range(0, len(rowid_list), 500):
+                chunk = rowid_list[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                if not hard_delete:
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO archive SELECT id, agent_id, zone, content, embedding, importance,"
+                        f" created, ?, ?, json_object('source', source, 'confidence', confidence, 'entities',"
+                        f" entity_text, 'access_count', access_count, 'location', location, 'shared', shared,"
+                        f" 'warning', warning, 'strength', strength) FROM entries WHERE rowid IN ({marks})",
+                        [now, reason, *chunk])
+                self._drop_rows(conn, set(chunk))
+        self._index_remove(rowid_list)
+        return len(rowid_list)
+
+    # -- reads -------------------------------------------------------------------------------
+    def vector_search(self, query: np.ndarray, agent_id: str, zones: Sequence[Zone], k: int,
+                      since: float = 0.0, until: float = 0.0, include_superseded: bool = False,
+                      exact: bool = False) -> list[tuple[int, float]]:
+        with self._lock:
+            results: list[tuple[int, float]] = []
+            for part in self._visible(agent_id, zones):
+                rowids, sims = part.search(query, k, since, until, include_superseded, exact)
+                results.extend(zip(rowids.tolist(), sims.tolist()))
+        results.sort(key=lambda item: -item[1])
+        return results[:k]
+
+    def lexical_search(self, terms: Sequence[str], agent_id: str, zones: Sequence[Zone], k: int,
+                       include_superseded: bool = False) -> list[tuple[int, float]]:
+        """FTS5 bm25 over content and entity names; any term may match (OR), rarer terms weigh more."""
+        if not terms or k <= 0:
+            return []
+        expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        zone_marks = ",".join("?" * len(zones))
+        sql = (f"SELECT e.rowid, -bm25(entries_fts) FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid"
+               f" WHERE entries_fts MATCH ? AND (e.agent_id = ? OR e.shared = 1) AND e.zone IN ({zone_marks})"
+               f"{'' if include_superseded else ' AND e.superseded = 0'} ORDER BY bm25(entries_fts) LIMIT ?")
+        with self._lock:
+            try:
+                return [(r[0], r[1]) for r in self._conn.execute(sql, [expr, agent_id, *[z.value for z in zones], k])]
+            except sqlite3.OperationalError as exc:
+                log.warning("lexical recall skipped: %s", exc)
+                return []
+
+    def entity_entries(self, entities: Sequence[str], agent_id: str, zones: Sequence[Zone], limit: int,
+                       include_superseded: bool = False) -> list[tuple[int, str]]:
+        if not entities or limit <= 0:
+            return []
+        sql = (f"SELECT ee.entry, ee.entity FROM entry_entities ee JOIN entries e ON e.rowid = ee.entry"
+               f" WHERE ee.entity IN ({','.join('?' * len(entities))}) AND (e.agent_id = ? OR e.shared = 1)"
+               f" AND e.zone IN ({','.join('?' * len(zones))})"
+               f"{'' if include_superseded else ' AND e.superseded = 0'}"
+               f" ORDER BY e.importance DESC, e.created DESC LIMIT ?")
+        with self._lock:
+            return self._conn.execute(sql, [*entities, agent_id, *[z.value for z in zones], limit]).fetchall()
+
+    def neighbours(self, entities: Sequence[str], agent_id: str, exclude: Sequence[str] = ()) -> set[str]:
+        """Entities one hop away through current relations (either direction)."""
+        if not entities:
+            return set()
+        marks = ",".join("?" * len(entities))
+        sql = (f"SELECT object FROM relations WHERE subject IN ({marks}) AND valid_to IS NULL"
+               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
+               f" UNION SELECT subject FROM relations WHERE object IN ({marks}) AND valid_to IS NULL"
+               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)")
+        with self._lock:
+            rows = self._conn.execute(sql, [*entities, agent_id, *entities, agent_id]).fetchall()
+        return {r[0] for r in rows} - set(entities) - set(exclude)
+
+    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, radius: float,
+                       limit: int, include_superseded: bool = False) -> list[tuple[int, float]]:
+        sql = (f"SELECT rowid, x, y, z FROM entries WHERE x BETWEEN ? AND ? AND y BETWEEN ? AND ?"
+               f" AND (agent_id = ? OR shared = 1) AND zone IN ({','.join('?' * len(zones))})"
+               f"{'' if include_superseded else ' AND superseded = 0'}")
+        with self._lock:
+            rows = self._conn.execute(sql, [position.x - radius, position.x + radius, position.y - radius,
+                                            position.y + radius, agent_id, *[z.value for z in zones]]).fetchall()
+        hits = []
+        for rowid, x, y, z in rows:
+            d = math.dist((x, y, z or 0.0), position)
+            if d <= radius:
+                hits.append((rowid, d))
+        hits.sort(key=lambda h: h[1])
+        return hits[:limit]
+
+    def current_facts(self, agent_id: str, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(subject, predicate) -> (object, entry id) for the agent's current facts about subjects."""
+        if not subjects:
+            return {}
+        sql = (f"SELECT r.subject, r.predicate, r.object, e.id FROM relations r JOIN entries e ON e.rowid = r.entry"
+               f" WHERE r.agent_id = ? AND r.subject IN ({','.join('?' * len(subjects))}) AND r.valid_to IS NULL"
+               f" AND r.zone = 'semantic'")
+        with self._lock:
+            return {(s, p): (o, i) for s, p, o, i in self._conn.execute(sql, [agent_id, *subjects])}
+
+    def entries_by_rowid(self, rowids: Sequence[int]) -> dict[int, Entry]:
+        if not rowids:
+            return {}
+        rowids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, Entry] = {}
+        with self._lock:
+            for start in range(0, len(rowids), 900):
+                chunk = rowids[start:start + 900]
+                rows = self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM entries WHERE rowid IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                rels = defaultdict(list)
+                for entry, s, p, o in self._conn.execute(
+                        f"SELECT entry, subject, predicate, object FROM relations WHERE entry IN ({','.join('?' * len(chunk))})"
+                        f" ORDER BY id", chunk):
+                    rels[entry].append(Relation(s, p, o))
+                ents = defaultdict(list)
+                for entry, name in self._conn.execute(
+                        f"SELECT entry, entity FROM entry_entities WHERE entry IN ({','.join('?' * len(chunk))})", chunk):
+                    ents[entry].append(name)
+                for row in rows:
+                    out[row[0]] = self._row_to_entry(row, ents[row[0]], rels[row[0]])
+                    pending = self._pending_access.get(row[0])
+                    if pending:
+                        out[row[0]].access_count += pending[0]
+        return out
+
+    def get(self, ids: Sequence[str]) -> list[Entry]:
+        if not ids:
+            return []
+        with self._lock:
+            rowids = [r[0] for r in self._conn.execute(
+                f"SELECT rowid FROM entries WHERE id IN ({','.join('?' * len(ids))})", list(ids))]
+        by_rowid = self.entries_by_rowid(rowids)
+        by_id = {e.id: e for e in by_rowid.values()}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def rowid_of(self, entry_id: str) -> Optional[int]:
+        with self._lock:
+            row = self._conn.execute("SELECT rowid FROM entries WHERE id = ?", (entry_id,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _row_to_entry(row, entities, relations) -> Entry:
+        (rowid, id_, agent, shared, zone, content, emb, importance, created, last_access, access_count,
+         source, confidence, location, x, y, z, superseded, warning, strength, goal_key) = row
+        return Entry(
+            id=id_, agent_id=agent, shared=bool(shared), zone=Zone(zone), content=content,
+            embedding=np.frombuffer(emb, dtype=np.float32), entities=entities, relations=relations,
+            importance=importance, created=created, last_access=last_access, access_count=access_count,
+            source=source or "", confidence=confidence if confidence is not None else 1.0,
+            location=location or "", position=Position(x, y, z or 0.0) if x is not None else None,
+            superseded=bool(superseded), warning=bool(warning), strength=strength, goal_key=goal_key)
+
+    def warnings(self, agent_id: str) -> list[Entry]:
+        with self._lock:
+            rowids = [r[0] for r in self._conn.execute(
+                "SELECT rowid FROM entries WHERE warning = 1 AND (agent_id = ? OR shared = 1)", (agent_id,))]
+        return list(self.entries_by_rowid(rowids).values())
+
+    def procedure_for(self, agent_id: str, goal_key: str) -> Optional[Entry]:
+        with self._lock:
+            row = self._conn.execute("SELECT rowid FROM entries WHERE agent_id = ? AND goal_key = ? AND zone = ?",
+                                     (agent_id, goal_key, Zone.PROCEDURAL.value)).fetchone()
+        return self.entries_by_rowid([row[0]])[row[0]] if row else None
+
+    def procedures(self, agent_id: str) -> list[Entry]:
+        with self._lock:
+            rowids = [r[0] for r in self._conn.execute(
+                "SELECT rowid FROM entries WHERE zone = 'procedural' AND (agent_id = ? OR shared = 1)", (agent_id,))]
+        return list(self.entries_by_rowid(rowids).values())
+
+    def decay_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """rowid, importance, last_access and agent index of every entry, as arrays (one query)."""
+        with self._lock:
+            self.flush()
+            rows = self._conn.execute("SELECT rowid, importance, last_access, agent_id FROM entries").fetchall()
+        agents = sorted({r[3] for r in rows})
+        agent_index = {a: i for i, a in enumerate(agents)}
+        n = len(rows)
+        return (np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.float64, n),
+                np.fromiter((r[2] for r in rows), np.float64, n),
+                np.fromiter((agent_index[r[3]] for r in rows), np.int64, n), agents)
+
+    # -- operator views ----------------------------------------------------------------------
+    def counts(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            out: dict[str, dict[str, int]] = defaultdict(dict)
+            for agent, zone, n in self._conn.execute(
+                    "SELECT agent_id, zone, COUNT(*) FROM entries GROUP BY agent_id, zone"):
+                out[agent][zone] = n
+        return dict(out)
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT id FROM entries ORDER BY rowid")]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
+    def integrity(self) -> dict:
+        """SQLite's own check, the FTS index's, and agreement of the vector index with SQLite."""
+        with self._lock:
+            sqlite_ok = self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            try:
+                self._conn.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
+                fts_ok = True
+            except sqlite3.Error:
+                fts_ok = False
+            db_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries")}
+            orphans = self._conn.execute(
+                "SELECT (SELECT COUNT(*) FROM entry_entities WHERE entry NOT IN (SELECT rowid FROM entries))"
+                " + (SELECT COUNT(*) FROM relations WHERE entry NOT IN (SELECT rowid FROM entries))"
+                " + (SELECT COUNT(*) FROM derived WHERE entry NOT IN (SELECT rowid FROM entries))").fetchone()[0]
+            index_rowids = set(self._where)
+        index_ok = index_rowids == db_rowids
+        return {"sqlite_ok": sqlite_ok, "fts_ok": fts_ok, "index_ok": index_ok, "orphans": orphans,
+                "integrity_ok": sqlite_ok and fts_ok and index_ok and orphans == 0}
+
+    def archive_count(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM archive").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            if getattr(self, "_conn", None) is None:
+                return
+            try:
+                self.flush()
+                self.save_index()
+            finally:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,217 @@
+"""BrainMemory: the whole memory cycle behind one object, with no ROS in sight.
+
+Encode -> (working memory) -> consolidate -> (long-term memory) -> retrieve -> forget. The ROS
+nodes hold one of these and only translate messages; tests and replay tools use it directly.
+Thread-safe: one lock guards each agent's working memory, the store has its own.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from brainmem_ros.config import MemoryConfig
+from brainmem_ros.consolidation import ConsolidationReport, Consolidator
+from brainmem_ros.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.encoding import Encoder, EncodingContext, Event, check_agent, check_text
+from brainmem_ros.errors import InvalidRequest
+from brainmem_ros.extraction import Vocabulary, extract
+from brainmem_ros.forgetting import ForgettingReport, decayed_importance, forget
+from brainmem_ros.importance import after_outcome
+from brainmem_ros.long_term import LongTermStore
+from brainmem_ros.retrieval import RetrievalRequest, RetrievalResult, Retriever
+from brainmem_ros.trace import Entry, Goal, GoalStatus, Trace, TraceKind, Zone
+from brainmem_ros.vector_index import IndexSettings
+from brainmem_ros.working_memory import AgentWorkingMemory, WorkingMemory
+
+__all__ = ["BrainMemory"]
+
+log = logging.getLogger("brainmem_ros.memory")
+
+
+class BrainMemory:
+    def __init__(self, config: MemoryConfig | None = None, embedder: Embedder | None = None,
+                 store_path: str | Path | None = None):
+        self.config = config or MemoryConfig()
+        if store_path is not None:
+            self.config = self.config.replace(**{"store.path": str(store_path)})
+        self.embedder = embedder or MiniLMEmbedder(self.config.embedding.backend, self.config.embedding.threads,
+                                                    self.config.embedding.batch_size)
+        s = self.config.store
+        self.store = LongTermStore(
+            s.path, dim=self.embedder.dim,
+            index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search),
+            synchronous=s.synchronous, index_save_every=s.index_save_every, model_name=self.embedder.name)
+        self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities, self.config.encoding.places)
+        snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"
+        self.working = WorkingMemory(self.config.working, Path(snapshot).expanduser())
+        self.encoder = Encoder(self.embedder, self.vocabulary, self.config.importance,
+                               self.config.encoding.max_text_chars)
+        self.retriever = Retriever(self.config, self.store, self.embedder, self.vocabulary)
+        self.consolidator = Consolidator(self.config, self.store, self.embedder)
+        self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
+        self._lock = threading.RLock()
+
+    # -- encoding ------------------------------------------------------------------------------
+    def encode(self, events: Sequence[Event]) -> list[Trace]:
+        """Encode events into working memory (one batched embedding call); returns the traces."""
+        with self._lock:
+            traces = self.encoder.encode(events, self._context_for)
+            for trace in traces:
+                self.working.agent(trace.agent_id).add(trace)
+            due = {t.agent_id for t in traces
+                   if self.config.consolidation.every_n_traces
+                   and self.working.agent(t.agent_id).new_since_consolidation >= self.config.consolidation.every_n_traces}
+        for agent_id in due:
+            self.consolidate(agent_id)
+        return traces
+
+    def observe(self, agent_id: str, text: str, **fields) -> Trace:
+        return self.encode([Event(agent_id, TraceKind.OBSERVATION, text, **fields)])[0]
+
+    def act(self, agent_id: str, action: str, success: bool, result: str = "", **fields) -> Trace:
+        text = f"{action}: {result}" if result else action
+        return self.encode([Event(agent_id, TraceKind.ACTION, text, action=action, success=success, **fields)])[0]
+
+    def _context_for(self, agent_id: str) -> EncodingContext:
+        wm = self.working.agent(agent_id)
+        goal = wm.active_goal()
+        goal_entities, goal_vec = set(), None
+        if goal is not None:
+            goal_entities = set(extract(goal.description, self.vocabulary).entities)
+            goal_vec = self._goal_vector(goal)
+        known = self.store.current_facts(agent_id, list(wm.environment)[-64:])
+        facts = {k: v[0] for k, v in known.items()}
+        facts.update(wm.known_facts())
+        recent = np.stack([t.embedding for t in list(wm.traces)[-50:]]) if wm.traces else None
+        return EncodingContext(goal_entities, goal_vec, facts, recent)
+
+    def _goal_vector(self, goal: Goal) -> np.ndarray:
+        cached = self._goal_vectors.get(goal.id)
+        if cached is None or cached[0] != goal.description:
+            cached = (goal.description, self.embedder.embed([goal.description])[0])
+            self._goal_vectors[goal.id] = cached
+        return cached[1]
+
+    # -- direct storage ------------------------------------------------------------------------
+    def store_entries(self, entries: Sequence[Entry]) -> list[str]:
+        """Store facts, procedures or goals directly; entries without an embedding are embedded."""
+        if not entries:
+            raise InvalidRequest("no entries to store")
+        missing = []
+        for entry in entries:
+            check_agent(entry.agent_id)
+            check_text(entry.content, "content", self.config.encoding.max_text_chars)
+            if not isinstance(entry.zone, Zone) or entry.zone is Zone.WORKING:
+                raise InvalidRequest(f"zone must be one of episodic, semantic, procedural, goal; got {entry.zone!r}")
+            if entry.embedding is None or len(entry.embedding) == 0:
+                missing.append(entry)
+            if not entry.entities or not entry.relations:
+                found = extract(entry.content, self.vocabulary)
+                entry.entities = entry.entities or found.entities
+                entry.relations = entry.relations or found.relations
+        if missing:
+            for entry, vector in zip(missing, self.embedder.embed([e.content for e in missing])):
+                entry.embedding = vector
+        return self.store.add(entries, supersede=tuple(self.config.encoding.functional_predicates))
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def retrieve(self, request: RetrievalRequest, query_vectors: Optional[np.ndarray] = None) -> RetrievalResult:
+        wm = self.working.agents.get(request.agent_id) if request.agent_id else None
+        return self.retriever.retrieve(request, wm, query_vectors)
+
+    # -- consolidation and forgetting ----------------------------------------------------------
+    def consolidate(self, agent_id: str = "", goal: Optional[Goal] = None) -> ConsolidationReport:
+        total = ConsolidationReport()
+        agents = [agent_id] if agent_id else list(self.working.agents)
+        for agent in agents:
+            with self._lock:
+                wm = self.working.agent(agent)
+                report = self.consolidator.consolidate(wm, goal if goal and goal.agent_id == agent else None)
+            for name in vars(total):
+                setattr(total, name, getattr(total, name) + getattr(report, name))
+        self.working.save()
+        return total
+
+    def forget(self, agent_id: str = "", decay: bool = True, ids: Sequence[str] = (),
+               entities: Sequence[str] = ()) -> ForgettingReport:
+        report = ForgettingReport()
+        if ids or entities:
+            check_agent(agent_id)
+            report.deleted = self.store.delete(agent_id, ids=ids, entities=entities)
+        if decay:
+            swept = forget(self.store, self.config.forgetting, agent_id=agent_id)
+            report.decayed, report.archived, report.evicted = swept.decayed, swept.archived, swept.evicted
+            report.deleted += swept.deleted
+            report.seconds = swept.seconds
+        return report
+
+    # -- goals and outcomes --------------------------------------------------------------------
+    def push_goal(self, agent_id: str, description: str, temporary: bool = False, goal_id: str = "",
+                  parent_id: str = "") -> Goal:
+        check_agent(agent_id)
+        check_text(description, "goal description", self.config.encoding.max_text_chars)
+        with self._lock:
+            goal = self.working.agent(agent_id).push(Goal(goal_id, description, agent_id, parent_id,
+                                                          temporary=temporary))
+        self.store.upsert_goal(goal)
+        self.working.save()
+        return goal
+
+    def finish_goal(self, agent_id: str, goal_id: str = "", status: Optional[GoalStatus] = GoalStatus.COMPLETED,
+                    consolidate: bool = True) -> tuple[Goal, ConsolidationReport]:
+        """Complete, fail or (status None) pop a goal; completion and failure trigger consolidation."""
+        check_agent(agent_id)
+        with self._lock:
+            goal = self.working.agent(agent_id).finish(goal_id, status)
+        self.store.upsert_goal(goal)
+        report = ConsolidationReport()
+        if consolidate and status in (GoalStatus.COMPLETED, GoalStatus.FAILED):
+            report = self.consolidate(agent_id, goal)
+        self.working.save()
+        return goal, report
+
+    def report_outcome(self, agent_id: str, success: bool, detail: str = "", action: str = "",
+                       goal_id: str = "", entities: Sequence[str] = ()) -> tuple[int, str]:
+        """Raise the importance of memories about the involved entities; remember a failure."""
+        check_agent(agent_id)
+        if not (detail or action or goal_id or entities):
+            raise InvalidRequest("an outcome report needs a detail, an action, a goal_id or entities")
+        names = list(entities) + extract(f"{action}. {detail}", self.vocabulary).entities
+        names = list(dict.fromkeys(n for n in names if n))
+        updated = 0
+        if names:
+            hits = self.store.entity_entries(names, agent_id, [Zone.EPISODIC, Zone.SEMANTIC, Zone.PROCEDURAL], 200)
+            found = self.store.entries_by_rowid([r for r, _ in hits])
+            mine = [e for e in found.values() if e.agent_id == agent_id]
+            if mine:
+                now_values = decayed_importance(np.array([e.importance for e in mine]),
+                                                np.array([e.last_access for e in mine]), time.time(),
+                                                self.config.forgetting.decay_tau_s)
+                updated = self.store.set_importance([e.id for e in mine], after_outcome(now_values, success).tolist())
+        warning_id = ""
+        if not success:
+            text = (f"{action} failed" if action else "a step failed") + (f": {detail}" if detail else "")
+            vector = self.embedder.embed([text])[0]
+            warning_id = self.store.add([Entry(
+                agent_id=agent_id, zone=Zone.EPISODIC, content=text, embedding=vector, entities=names,
+                importance=self.config.consolidation.warning_importance, source="outcome", warning=True)])[0]
+        return updated, warning_id
+
+    def working_memory(self, agent_id: str) -> AgentWorkingMemory:
+        check_agent(agent_id)
+        return self.working.agent(agent_id)
+
+    def close(self) -> None:
+        self.working.save()
+        self.store.close()
+
+    def __enter__(self) -> "BrainMemory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

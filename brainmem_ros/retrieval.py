@@ -1,0 +1,391 @@
+"""Retrieval: everything the planner should know right before its next action, in one call.
+
+The pipeline, in order:
+  1. recall   candidates from five routes over what the caller may see (its own and shared entries):
+              vector (FAISS, zone/agent/time pre-filtered), lexical (FTS5 bm25: exact and rare names),
+              graph (entities of query and context, then 1-2 hops through current facts),
+              temporal (recent actions in working memory), spatial (distance to a given position),
+              and working memory itself when asked (what was seen a second ago, not yet consolidated);
+  2. fuse     one candidate per memory, with every route's evidence; relevance is the strongest
+              evidence plus a bonus for each further route that agrees;
+  3. filter   superseded facts out (in long-term memory, and facts contradicted by what working memory
+              has seen since), relevance threshold, caller's min_score;
+  4. rerank   score = weighted relevance, decayed importance, recency and source confidence;
+  5. dedup    near-duplicates of a better candidate dropped;
+  6. warn     past failures resembling the current goal or query announced first;
+  7. record   access counts and importance of what is returned;
+  8. format   the memory prompt.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from brainmem_ros.config import MemoryConfig
+from brainmem_ros.embedding import Embedder
+from brainmem_ros.encoding import check_agent, check_text
+from brainmem_ros.errors import InvalidRequest
+from brainmem_ros.extraction import HELD, Vocabulary, extract
+from brainmem_ros.forgetting import decayed_importance
+from brainmem_ros.importance import after_access
+from brainmem_ros.long_term import LongTermStore
+from brainmem_ros.prompt import TaskState, render
+from brainmem_ros.trace import LONG_TERM_ZONES, Entry, Position, Recall, Trace, TraceKind, Zone
+from brainmem_ros.working_memory import AgentWorkingMemory
+
+__all__ = ["RetrievalRequest", "RetrievalResult", "Retriever", "parse_zones"]
+
+_STOPWORDS = frozenset(
+    "a an the is are was were be been am do does did i you we it its of in on at to from for with and or "
+    "what where which who how when why next step now my your there here this that these those should "
+    "can could would will shall me us them they he she his her have has had not no yes any some all "
+    "after before then than into onto out up down about go get".split())
+ROUTE_GRAPH_WEIGHT = {0: 0.8, 1: 0.62, 2: 0.48}
+
+
+@dataclass
+class RetrievalRequest:
+    agent_id: str
+    query: str
+    context: str = ""
+    zones: Sequence[str] = ()
+    top_k: int = 0
+    min_score: float = 0.0
+    include_working: bool = True
+    include_superseded: bool = False
+    since: float = 0.0
+    until: float = 0.0
+    position: Optional[Position] = None
+    radius: float = 0.0
+
+
+@dataclass
+class RetrievalResult:
+    recalls: list[Recall]
+    prompt: str
+    warnings: list[str]
+    timings_ms: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Candidate:
+    entry: Entry
+    evidence: dict = field(default_factory=dict)
+    rowid: Optional[int] = None
+
+    def add(self, route: str, value: float) -> None:
+        self.evidence[route] = max(self.evidence.get(route, 0.0), float(value))
+
+
+def parse_zones(zones: Sequence[str]) -> tuple[list[Zone], bool]:
+    """Long-term zones to search, and whether working memory was named."""
+    if not zones:
+        return list(LONG_TERM_ZONES), False
+    parsed = []
+    for name in zones:
+        try:
+            parsed.append(Zone(name))
+        except ValueError:
+            raise InvalidRequest(f"unknown zone {name!r}; zones are "
+                                 f"{', '.join(z.value for z in Zone)}") from None
+    return [z for z in parsed if z is not Zone.WORKING], Zone.WORKING in parsed
+
+
+def _terms(text: str) -> list[str]:
+    words = re.findall(r"[\w'-]+", text.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in _STOPWORDS))
+
+
+def trace_as_entry(trace: Trace) -> Entry:
+    return Entry(id=trace.id, agent_id=trace.agent_id, zone=Zone.WORKING, content=trace.text,
+                 embedding=trace.embedding, entities=list(trace.entities), relations=list(trace.relations),
+                 importance=trace.importance, created=trace.timestamp, last_access=trace.timestamp,
+                 source=trace.source, confidence=trace.confidence, location=trace.location,
+                 position=trace.position, warning=trace.success is False)
+
+
+class Retriever:
+    def __init__(self, config: MemoryConfig, store: LongTermStore, embedder: Embedder, vocabulary: Vocabulary):
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self.vocabulary = vocabulary
+        self._pattern = vocabulary.pattern()
+
+    # -- validation ----------------------------------------------------------------------------
+    def validate(self, req: RetrievalRequest) -> tuple[list[Zone], bool, int]:
+        cfg = self.config.retrieval
+        check_agent(req.agent_id)
+        check_text(req.query, "query", self.config.encoding.max_text_chars)
+        if req.context and len(req.context) > self.config.encoding.max_text_chars:
+            raise InvalidRequest(f"context is longer than {self.config.encoding.max_text_chars} characters")
+        top_k = req.top_k or cfg.top_k
+        if not isinstance(top_k, int) or top_k < 1 or top_k > cfg.max_top_k:
+            raise InvalidRequest(f"top_k must be within 1..{cfg.max_top_k} (0 means {cfg.top_k}), got {req.top_k}")
+        if not (math.isfinite(req.min_score) and 0.0 <= req.min_score <= 1.0):
+            raise InvalidRequest(f"min_score must be within [0, 1], got {req.min_score}")
+        for name in ("since", "until"):
+            value = getattr(req, name)
+            if not math.isfinite(value) or value < 0:
+                raise InvalidRequest(f"{name} must be a non-negative time, got {value}")
+        if req.until and req.since and req.until < req.since:
+            raise InvalidRequest("until must not be earlier than since")
+        if req.position is not None:
+            if not all(math.isfinite(c) for c in req.position):
+                raise InvalidRequest("position contains NaN or infinite values")
+            if not (math.isfinite(req.radius) and req.radius > 0):
+                raise InvalidRequest(f"radius must be a positive distance when a position is given, got {req.radius}")
+        zones, named_working = parse_zones(req.zones)
+        return zones, named_working or (req.include_working and not req.zones), top_k
+
+    # -- the pipeline --------------------------------------------------------------------------
+    def retrieve(self, req: RetrievalRequest, working: Optional[AgentWorkingMemory],
+                 query_vectors: Optional[np.ndarray] = None, now: Optional[float] = None) -> RetrievalResult:
+        zones, use_working, top_k = self.validate(req)
+        cfg = self.config.retrieval
+        now = now or time.time()
+        clock = _Clock()
+        if not req.context and working is not None and working.active_goal() is not None:
+            req = dataclasses.replace(req, context=working.active_goal().description)
+        if query_vectors is None:
+            texts = [req.query] + ([req.context] if req.context else [])
+            query_vectors = self.embedder.embed(texts)
+        q = query_vectors[0]
+        ctx_vec = query_vectors[1] if len(query_vectors) > 1 else None
+        clock.lap("embed")
+
+        query_entities = extract(req.query, self.vocabulary, self._pattern).entities
+        context_entities = extract(req.context, self.vocabulary, self._pattern).entities if req.context else []
+        candidates: dict[object, _Candidate] = {}
+        long_term: dict[int, dict] = {}
+
+        def lt(rowid: int, route: str, value: float) -> None:
+            long_term.setdefault(rowid, {})
+            long_term[rowid][route] = max(long_term[rowid].get(route, 0.0), value)
+
+        agent = req.agent_id
+        if zones:
+            for rowid, sim in self.store.vector_search(q, agent, zones, cfg.vector_candidates, req.since,
+                                                       req.until, req.include_superseded):
+                lt(rowid, "vector", sim)
+            clock.lap("vector")
+            lexical = self.store.lexical_search(_terms(req.query), agent, zones, cfg.lexical_candidates,
+                                                req.include_superseded)
+            if lexical:
+                best = max(s for _, s in lexical) or 1.0
+                for rowid, s in lexical:
+                    lt(rowid, "lexical", 0.35 + 0.45 * max(0.0, s) / best)
+            clock.lap("lexical")
+            self._graph(agent, zones, query_entities, context_entities, req.include_superseded, lt)
+            clock.lap("graph")
+            if req.position is not None:
+                for rowid, d in self.store.spatial_search(agent, zones, req.position, req.radius,
+                                                          cfg.vector_candidates, req.include_superseded):
+                    lt(rowid, "spatial", 0.45 + 0.45 * (1.0 - d / req.radius))
+            entries = self.store.entries_by_rowid(list(long_term))
+            for rowid, evidence in long_term.items():
+                entry = entries.get(rowid)
+                if entry is None or not self._in_time(entry, req):
+                    continue
+                candidates[("lt", rowid)] = _Candidate(entry, dict(evidence), rowid)
+            clock.lap("fetch")
+
+        if working is not None:
+            self._working(working, q, req, use_working, candidates, now)
+        clock.lap("working")
+
+        ranked = self._rank(candidates, q, ctx_vec, working, req, top_k, now)
+        recalls = [recall for recall, _ in ranked]
+        clock.lap("rank")
+        warnings = self._warnings(agent, q, ctx_vec, working, set(query_entities) | set(context_entities), zones)
+        clock.lap("warn")
+
+        stored = [(rowid, recall.importance_now) for recall, rowid in ranked if rowid is not None]
+        if stored:
+            self.store.record_access([r for r, _ in stored],
+                                     after_access(np.array([v for _, v in stored]), self.config.importance).tolist(),
+                                     now)
+        prompt = render(recalls, warnings, self.task_state(working), now, cfg.language)
+        clock.lap("format")
+        return RetrievalResult(recalls, prompt, warnings, clock.laps)
+
+    def _in_time(self, entry: Entry, req: RetrievalRequest) -> bool:
+        return not (req.since and entry.created < req.since) and not (req.until and entry.created > req.until)
+
+    def _graph(self, agent, zones, query_entities, context_entities, include_superseded, lt) -> None:
+        cfg = self.config.retrieval
+        if cfg.graph_hops < 0 or cfg.graph_candidates <= 0:
+            return
+        hop_of: dict[str, int] = {}
+        for name in query_entities:
+            hop_of.setdefault(name, 0)
+        for name in context_entities:
+            hop_of.setdefault(name, 1)
+        frontier = [n for n in hop_of]
+        for hop in range(1, cfg.graph_hops + 1):
+            if not frontier:
+                break
+            nxt = self.store.neighbours(frontier, agent, exclude=[HELD])
+            frontier = [n for n in nxt if n not in hop_of]
+            for name in frontier:
+                hop_of[name] = hop
+        if not hop_of:
+            return
+        for rowid, entity in self.store.entity_entries(list(hop_of), agent, zones, cfg.graph_candidates,
+                                                       include_superseded):
+            lt(rowid, "graph", ROUTE_GRAPH_WEIGHT[min(hop_of[entity], 2)])
+
+    def _working(self, working: AgentWorkingMemory, q, req, use_working, candidates, now) -> None:
+        cfg = self.config.retrieval
+        if cfg.temporal_actions:
+            recent = list(working.actions)[-cfg.temporal_actions:]
+            for age, trace in enumerate(reversed(recent)):
+                if self._in_time_trace(trace, req):
+                    cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                    cand.add("temporal", 0.3 + 0.3 * math.exp(-age / 3.0))
+        if not use_working or not working.traces:
+            return
+        traces = [t for t in working.traces if self._in_time_trace(t, req)]
+        if not traces:
+            return
+        matrix = np.stack([t.embedding for t in traces])
+        sims = matrix @ q
+        for index in np.argsort(-sims)[: cfg.vector_candidates]:
+            trace = traces[int(index)]
+            cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+            cand.add("working", float(sims[index]))
+        terms = set(_terms(req.query))
+        if terms:
+            for trace in traces:
+                hit = terms & set(_terms(trace.text))
+                if hit:
+                    cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                    cand.add("lexical", 0.35 + 0.45 * len(hit) / len(terms))
+        if req.position is not None:
+            for trace in traces:
+                if trace.position is not None:
+                    d = math.dist(trace.position, req.position)
+                    if d <= req.radius:
+                        cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                        cand.add("spatial", 0.45 + 0.45 * (1.0 - d / req.radius))
+
+    @staticmethod
+    def _in_time_trace(trace: Trace, req: RetrievalRequest) -> bool:
+        return not (req.since and trace.timestamp < req.since) and not (req.until and trace.timestamp > req.until)
+
+    def _contradicted(self, entry: Entry, working: Optional[AgentWorkingMemory]) -> bool:
+        """A fact (or working trace) all of whose functional relations something seen later replaced."""
+        if working is None or entry.zone not in (Zone.SEMANTIC, Zone.WORKING):
+            return False
+        functional = self.config.encoding.functional_predicates
+        relations = [r for r in entry.relations if r.predicate in functional]
+        if not relations:
+            return False
+        for rel in relations:
+            state = working.environment.get(rel.subject)
+            if state is None or state.stamp <= entry.created:
+                return False
+            current = state.location if rel.predicate == "location" else state.state
+            if not current or current == rel.object:
+                return False
+        return True
+
+    def _rank(self, candidates, q, ctx_vec, working, req, top_k, now) -> list[tuple[Recall, Optional[int]]]:
+        if not candidates:
+            return []
+        cfg = self.config.retrieval
+        tau = self.config.forgetting.decay_tau_s
+        cands = [c for c in candidates.values()
+                 if req.include_superseded or not self._contradicted(c.entry, working)]
+        if not cands:
+            return []
+        matrix = np.stack([np.asarray(c.entry.embedding, dtype=np.float32) for c in cands])
+        sims = matrix @ q
+        ctx_sims = matrix @ ctx_vec if ctx_vec is not None else np.zeros(len(cands), dtype=np.float32)
+        imp = decayed_importance(np.array([c.entry.importance for c in cands]),
+                                 np.array([c.entry.last_access for c in cands]), now, tau)
+        age = np.maximum(0.0, now - np.array([c.entry.created for c in cands]))
+        recency = np.exp(-age / cfg.recency_tau_s)
+        conf = np.array([c.entry.confidence for c in cands])
+        relevance = np.empty(len(cands))
+        for i, c in enumerate(cands):
+            sim = max(float(sims[i]), 0.8 * float(ctx_sims[i]))
+            ev = dict(c.evidence)
+            if "vector" in ev or "working" in ev:
+                for k in ("vector", "working"):
+                    if k in ev:
+                        ev[k] = sim
+            for k in ("graph", "lexical", "temporal", "spatial"):
+                if k in ev:
+                    ev[k] = ev[k] + 0.25 * max(0.0, sim) * (1.0 - ev[k])
+            relevance[i] = min(1.0, max(max(ev.values()), sim) + cfg.multi_route_bonus * (len(ev) - 1))
+        weights = np.array([cfg.w_relevance, cfg.w_importance, cfg.w_recency, cfg.w_confidence])
+        weights = weights / weights.sum()
+        score = weights[0] * relevance + weights[1] * imp + weights[2] * recency + weights[3] * conf
+        keep = relevance >= cfg.min_relevance
+        if req.min_score:
+            keep &= score >= req.min_score
+        order = [i for i in np.argsort(-score) if keep[i]]
+        chosen: list[int] = []
+        seen_text = set()
+        for i in order:
+            text = re.sub(r"\W+", " ", cands[i].entry.content.lower()).strip()
+            if text in seen_text:
+                continue
+            if chosen and float(np.max(matrix[chosen] @ matrix[i])) >= cfg.duplicate_similarity:
+                continue
+            chosen.append(i)
+            seen_text.add(text)
+            if len(chosen) == top_k:
+                break
+        return [(Recall(cands[i].entry, float(score[i]), float(relevance[i]), sorted(cands[i].evidence),
+                        float(imp[i])), cands[i].rowid) for i in chosen]
+
+    def _warnings(self, agent, q, ctx_vec, working, entities, zones) -> list[str]:
+        """Past failures resembling what the agent is about to do, most similar first, at most 3."""
+        cfg = self.config.retrieval
+        pool = self.store.warnings(agent) if zones else []
+        if working is not None:
+            pool += [trace_as_entry(t) for t in working.traces if t.kind is TraceKind.ACTION and t.success is False]
+        if not pool:
+            return []
+        probes = [q] + ([ctx_vec] if ctx_vec is not None else [])
+        matrix = np.stack([np.asarray(w.embedding, dtype=np.float32) for w in pool])
+        sims = np.max(np.stack([matrix @ p for p in probes]), axis=0)
+        hits = []
+        for i, w in enumerate(pool):
+            overlap = bool(entities & set(w.entities))
+            if sims[i] >= cfg.warning_similarity or (overlap and sims[i] >= cfg.warning_similarity - 0.15):
+                hits.append((float(sims[i]), w.content))
+        hits.sort(key=lambda h: -h[0])
+        return list(dict.fromkeys(text for _, text in hits))[:3]
+
+    @staticmethod
+    def task_state(working: Optional[AgentWorkingMemory]) -> TaskState:
+        if working is None or not working.stack:
+            return TaskState(holding=working.holding() if working else ())
+        main, active = working.main_goal(), working.active_goal()
+        temporary = [g for g in working.stack if g.temporary]
+        resume = next((g for g in reversed(working.stack) if not g.temporary), main)
+        return TaskState(main_goal=main.description,
+                         active_goal=resume.description if temporary else active.description,
+                         interruption=temporary[-1].description if temporary else "",
+                         done_steps=working.done_steps(resume.id if temporary else active.id)[-8:],
+                         holding=working.holding())
+
+
+class _Clock:
+    def __init__(self):
+        self.t = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + (now - self.t) * 1000.0
+        self.t = now

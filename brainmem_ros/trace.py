@@ -1,0 +1,127 @@
+"""The memory's data: traces (what was just encoded) and entries (what memory keeps).
+
+Plain dataclasses with no ROS types, so the core can be used and tested without a ROS install. The
+nodes translate these to and from ``brainmem_ros.msg``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+__all__ = ["Zone", "LONG_TERM_ZONES", "Relation", "Position", "TraceKind", "Trace", "Entry",
+           "Recall", "GoalStatus", "Goal"]
+
+
+class Zone(str, Enum):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    GOAL = "goal"
+
+
+LONG_TERM_ZONES = (Zone.EPISODIC, Zone.SEMANTIC, Zone.PROCEDURAL, Zone.GOAL)
+
+
+class Relation(NamedTuple):
+    subject: str
+    predicate: str
+    object: str
+
+
+class Position(NamedTuple):
+    x: float
+    y: float
+    z: float = 0.0
+
+
+class TraceKind(str, Enum):
+    OBSERVATION = "observation"
+    ACTION = "action"
+    GOAL_EVENT = "goal"
+
+
+@dataclass
+class Trace:
+    """One encoded event: an observation, an action result or a goal event, not yet consolidated."""
+
+    agent_id: str
+    kind: TraceKind
+    text: str
+    embedding: np.ndarray
+    entities: list[str]
+    relations: list[Relation]
+    importance: float
+    timestamp: float
+    source: str = "observation"
+    confidence: float = 1.0
+    location: str = ""
+    position: Optional[Position] = None
+    success: Optional[bool] = None
+    action: str = ""
+    goal_id: str = ""
+    id: str = ""
+
+
+@dataclass
+class Entry:
+    """One memory in long-term (or, with zone WORKING, working) memory.
+
+    ``importance`` is the value at ``last_access``; what a reader sees is that value decayed to now
+    (see ``forgetting.decayed_importance``).
+    """
+
+    agent_id: str
+    zone: Zone
+    content: str
+    embedding: np.ndarray
+    entities: list[str] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    importance: float = 0.5
+    created: float = 0.0
+    last_access: float = 0.0
+    access_count: int = 0
+    source: str = "observation"
+    confidence: float = 1.0
+    location: str = ""
+    position: Optional[Position] = None
+    shared: bool = False
+    superseded: bool = False
+    warning: bool = False
+    strength: int = 1
+    goal_key: str = ""
+    derived_from: list[str] = field(default_factory=list)
+    id: str = ""
+
+
+@dataclass
+class Recall:
+    """A retrieved memory with its final score, its relevance and the routes that found it."""
+
+    entry: Entry
+    score: float
+    relevance: float
+    routes: list[str]
+    importance_now: float
+
+
+class GoalStatus(int, Enum):
+    PENDING = 0
+    ACTIVE = 1
+    COMPLETED = 2
+    FAILED = 3
+    SUSPENDED = 4
+
+
+@dataclass
+class Goal:
+    id: str
+    description: str
+    agent_id: str
+    parent_id: str = ""
+    status: GoalStatus = GoalStatus.ACTIVE
+    temporary: bool = False
+    stamp: float = 0.0

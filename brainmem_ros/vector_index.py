@@ -1,0 +1,194 @@
+"""Vector recall over one partition of long-term memory (one agent's, or the shared, entries of one
+zone), exact while small and HNSW when large.
+
+Partitioning by (owner, zone) is the metadata pre-filter: a query filtered on agent and zone searches
+only the partitions it may see, so the filter costs nothing and never starves an approximate index
+of candidates. Within a partition, rows excluded from default retrieval (superseded facts) stay in
+the index and are filtered by a mask, so history queries can still reach them; deleted rows are
+tombstoned until the partition is compacted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import faiss
+import numpy as np
+
+__all__ = ["IndexSettings", "Partition"]
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    dim: int = 384
+    exact_below: int = 20000
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 80
+    hnsw_ef_search: int = 96
+
+
+class Partition:
+    """Vectors, rowids, creation times and flags of one partition, with an optional HNSW graph."""
+
+    def __init__(self, settings: IndexSettings):
+        self.settings = settings
+        self._vectors = np.zeros((0, settings.dim), dtype=np.float32)
+        self._rowids = np.zeros(0, dtype=np.int64)
+        self._created = np.zeros(0, dtype=np.float64)
+        self._hidden = np.zeros(0, dtype=bool)   # superseded: skipped unless asked for
+        self._dead = np.zeros(0, dtype=bool)     # deleted or archived: never returned
+        self.size = 0
+        self.position: dict[int, int] = {}
+        self.hnsw: Optional[faiss.IndexHNSWFlat] = None
+
+    # -- content -----------------------------------------------------------------------------
+    def add(self, rowids: np.ndarray, vectors: np.ndarray, created: np.ndarray,
+            hidden: Optional[np.ndarray] = None) -> None:
+        n = len(rowids)
+        if n == 0:
+            return
+        self._reserve(self.size + n)
+        sl = slice(self.size, self.size + n)
+        self._vectors[sl] = vectors
+        self._rowids[sl] = rowids
+        self._created[sl] = created
+        self._hidden[sl] = False if hidden is None else hidden
+        self._dead[sl] = False
+        for offset, rowid in enumerate(rowids.tolist()):
+            self.position[rowid] = self.size + offset
+        self.size += n
+        if self.hnsw is not None:
+            self.hnsw.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        elif self.alive_count() >= self.settings.exact_below:
+            self.build_hnsw()
+
+    def _reserve(self, n: int) -> None:
+        if n <= len(self._rowids):
+            return
+        cap = max(n, 2 * len(self._rowids), 64)
+        for name in ("_vectors", "_rowids", "_created", "_hidden", "_dead"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
+
+    def set_hidden(self, rowid: int, hidden: bool) -> None:
+        pos = self.position.get(rowid)
+        if pos is not None:
+            self._hidden[pos] = hidden
+
+    def remove(self, rowid: int) -> bool:
+        pos = self.position.pop(rowid, None)
+        if pos is None:
+            return False
+        self._dead[pos] = True
+        return True
+
+    def alive_count(self) -> int:
+        return len(self.position)
+
+    def needs_compaction(self) -> bool:
+        return self.size > 1024 and self.alive_count() < 0.7 * self.size
+
+    def compact(self) -> None:
+        """Drop tombstoned rows (and rebuild the graph, which cannot delete in place)."""
+        keep = ~self._dead[: self.size]
+        vectors, rowids = self._vectors[: self.size][keep], self._rowids[: self.size][keep]
+        created, hidden = self._created[: self.size][keep], self._hidden[: self.size][keep]
+        had_graph = self.hnsw is not None
+        self.__init__(self.settings)
+        if had_graph and len(rowids) >= self.settings.exact_below:
+            self._load_arrays(rowids, vectors, created, hidden)
+            self.build_hnsw()
+        else:
+            self.add(rowids, vectors, created, hidden)
+
+    def _load_arrays(self, rowids, vectors, created, hidden) -> None:
+        self._reserve(len(rowids))
+        n = len(rowids)
+        self._vectors[:n], self._rowids[:n], self._created[:n], self._hidden[:n] = vectors, rowids, created, hidden
+        self._dead[:n] = False
+        self.position = {r: i for i, r in enumerate(rowids.tolist())}
+        self.size = n
+
+    def vector(self, rowid: int) -> Optional[np.ndarray]:
+        pos = self.position.get(rowid)
+        return None if pos is None else self._vectors[pos]
+
+    # -- graph ------------------------------------------------------------------------------
+    def build_hnsw(self) -> None:
+        s = self.settings
+        index = faiss.IndexHNSWFlat(s.dim, s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = s.hnsw_ef_construction
+        index.hnsw.efSearch = s.hnsw_ef_search
+        step = 20000
+        for start in range(0, self.size, step):
+            index.add(np.ascontiguousarray(self._vectors[start:min(self.size, start + step)]))
+        self.hnsw = index
+
+    def save_graph(self, path: Path) -> None:
+        if self.hnsw is None:
+            return
+        partial = path.with_suffix(".partial")
+        faiss.write_index(self.hnsw, str(partial))
+        np.save(partial.with_suffix(".rowids.npy"), self._rowids[: self.size])
+        partial.with_suffix(".rowids.npy").replace(path.with_suffix(".rowids.npy"))
+        partial.replace(path)
+
+    def load_graph(self, path: Path) -> bool:
+        """Adopt a saved graph only if it indexes exactly this partition's rows, in this order."""
+        try:
+            saved_rowids = np.load(path.with_suffix(".rowids.npy"))
+            if not np.array_equal(saved_rowids, self._rowids[: self.size]):
+                return False
+            index = faiss.read_index(str(path))
+        except (OSError, ValueError, RuntimeError):
+            return False
+        if index.ntotal != self.size or index.d != self.settings.dim:
+            return False
+        index.hnsw.efSearch = self.settings.hnsw_ef_search
+        self.hnsw = index
+        return True
+
+    # -- search -----------------------------------------------------------------------------
+    def search(self, query: np.ndarray, k: int, since: float = 0.0, until: float = 0.0,
+               include_hidden: bool = False, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Best ``k`` (rowids, cosine similarities) among rows passing the filters."""
+        n = self.size
+        if n == 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        allowed = ~self._dead[:n]
+        if not include_hidden:
+            allowed &= ~self._hidden[:n]
+        if since:
+            allowed &= self._created[:n] >= since
+        if until:
+            allowed &= self._created[:n] <= until
+        n_allowed = int(np.count_nonzero(allowed))
+        if n_allowed == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        # A selective filter makes the graph walk wasteful: score the few allowed rows directly.
+        if exact or self.hnsw is None or n_allowed < max(4 * k, n // 10):
+            idx = np.flatnonzero(allowed)
+            sims = self._vectors[idx] @ query
+            top = _top(sims, k)
+            return self._rowids[idx[top]], sims[top]
+        fetch = min(n, max(2 * k, k + 16))
+        while True:
+            sims, labels = self.hnsw.search(query.reshape(1, -1), fetch)
+            labels, sims = labels[0], sims[0]
+            valid = labels >= 0
+            labels, sims = labels[valid], sims[valid]
+            ok = allowed[labels]
+            if np.count_nonzero(ok) >= k or fetch >= n:
+                labels, sims = labels[ok][:k], sims[ok][:k]
+                return self._rowids[labels], sims.astype(np.float32)
+            fetch = min(n, fetch * 4)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    if len(scores) <= k:
+        return np.argsort(-scores)
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.argsort(-scores[part])]

@@ -1,0 +1,179 @@
+"""The SQLite + FAISS store: durable, consistent with its index, history-keeping, agent-isolated, and
+unchanged by every rejected write. Uses the hashing stand-in: nothing here depends on meaning."""
+import sqlite3
+
+import numpy as np
+import pytest
+
+from brainmem_ros.embedding import HashingEmbedder
+from brainmem_ros.errors import InvalidRequest, StoreUnavailable
+from brainmem_ros.long_term import LongTermStore
+from brainmem_ros.trace import Entry, Position, Relation, Zone
+from brainmem_ros.vector_index import IndexSettings
+
+EMB = HashingEmbedder()
+TEXTS = [f"the item {i} is on shelf {i % 7} near the {['fridge', 'sink', 'stove'][i % 3]}" for i in range(300)]
+
+
+def entry(text, agent="a", zone=Zone.EPISODIC, **kw):
+    return Entry(agent_id=agent, zone=zone, content=text, embedding=EMB.embed([text])[0], **kw)
+
+
+def fill(store, n=300, agent="a"):
+    return store.add([entry(t, agent) for t in TEXTS[:n]])
+
+
+def answers(store, agent="a"):
+    out = []
+    for text in TEXTS[::37]:
+        q = EMB.embed([text])[0]
+        out.append(store.vector_search(q, agent, [Zone.EPISODIC], 10))
+    return out
+
+
+def test_ids_come_back_after_commit_and_entries_read_back(tmp_path):
+    store = LongTermStore(tmp_path / "m.db")
+    ids = store.add([entry("the butter is in the fridge", zone=Zone.SEMANTIC, entities=["butter", "fridge"],
+                           relations=[Relation("butter", "location", "fridge")], position=Position(1, 2, 0))])
+    got = store.get(ids)[0]
+    assert got.content == "the butter is in the fridge" and got.entities == ["butter", "fridge"]
+    assert got.relations == [Relation("butter", "location", "fridge")] and got.position == Position(1, 2, 0)
+    other = sqlite3.connect(tmp_path / "m.db")  # another connection sees it: it is committed
+    assert other.execute("SELECT COUNT(*) FROM entries WHERE id = ?", ids).fetchone()[0] == 1
+    store.close()
+
+
+@pytest.mark.parametrize("exact_below", [100000, 50])
+def test_closed_and_reopened_store_answers_exactly_as_before(tmp_path, exact_below):
+    settings = IndexSettings(exact_below=exact_below)
+    store = LongTermStore(tmp_path / "m.db", index=settings)
+    fill(store)
+    before = answers(store)
+    store.close()
+    again = LongTermStore(tmp_path / "m.db", index=settings)
+    assert answers(again) == before
+    assert again.rebuilt_partitions == []  # the saved graph (if any) was reused
+    again.close()
+
+
+def test_index_is_rebuilt_when_missing_stale_or_corrupt(tmp_path):
+    settings = IndexSettings(exact_below=50)
+    store = LongTermStore(tmp_path / "m.db", index=settings)
+    fill(store)
+    before = answers(store)
+    store.close()
+    index_dir = tmp_path / "m.db.index"
+    graphs = list(index_dir.glob("*.faiss"))
+    assert graphs
+    for graph in graphs:
+        graph.unlink()
+    again = LongTermStore(tmp_path / "m.db", index=settings)
+    assert again.rebuilt_partitions and again.integrity()["integrity_ok"]
+    assert [[r for r, _ in a] for a in answers(again)][0][0] == [r for r, _ in before[0]][0]
+    again.close()
+    for graph in index_dir.glob("*.faiss"):
+        graph.write_bytes(b"garbage")
+    third = LongTermStore(tmp_path / "m.db", index=settings)
+    assert third.rebuilt_partitions and third.integrity()["index_ok"]
+    third.close()
+    # stale: rows added behind the saved graph's back (e.g. a crash before the index was saved)
+    con = sqlite3.connect(tmp_path / "m.db")
+    con.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries LIMIT 5)")
+    con.commit()
+    con.close()
+    fourth = LongTermStore(tmp_path / "m.db", index=settings)
+    assert fourth.rebuilt_partitions and fourth.integrity()["index_ok"] and len(fourth) == 295
+    fourth.close()
+
+
+def test_supersession_closes_only_the_same_subject_and_predicate_and_keeps_history(tmp_path):
+    store = LongTermStore(tmp_path / "m.db")
+    fact = lambda s, p, o, **kw: entry(f"{s} {p} {o}", zone=Zone.SEMANTIC, entities=[s, o],
+                                       relations=[Relation(s, p, o)], **kw)
+    old, knife, fridge_open = store.add([fact("butter", "location", "fridge"), fact("knife", "location", "drawer"),
+                                         fact("fridge", "state", "open")])
+    (new,) = store.add([fact("butter", "location", "counter")])
+    by_id = {e.id: e for e in store.get([old, knife, fridge_open, new])}
+    assert by_id[old].superseded and not by_id[new].superseded
+    assert not by_id[knife].superseded and not by_id[fridge_open].superseded
+    assert store.current_facts("a", ["butter", "knife"]) == {("butter", "location"): ("counter", new),
+                                                             ("knife", "location"): ("drawer", knife)}
+    history = store._conn.execute("SELECT object, valid_to IS NOT NULL, superseded_by FROM relations "
+                                  "WHERE subject = 'butter' ORDER BY id").fetchall()
+    assert history == [("fridge", 1, new), ("counter", 0, None)]
+    q = EMB.embed(["butter location fridge"])[0]
+    assert old not in [store.get([store._conn.execute("SELECT id FROM entries WHERE rowid=?", (r,)).fetchone()[0]])[0].id
+                       for r, _ in store.vector_search(q, "a", [Zone.SEMANTIC], 5)]
+    assert any(r == store.rowid_of(old) for r, _ in store.vector_search(q, "a", [Zone.SEMANTIC], 5,
+                                                                         include_superseded=True))
+    # Deleting the newer (wrong) fact makes the older one current again.
+    store.delete("a", ids=[new])
+    assert store.current_facts("a", ["butter"]) == {("butter", "location"): ("fridge", old)}
+    store.close()
+
+
+def test_agents_see_their_own_and_shared_entries_only(tmp_path):
+    store = LongTermStore(tmp_path / "m.db")
+    store.add([entry("secret plan of robot a", "a"), entry("secret plan of robot b", "b"),
+               entry("shared plan for everyone", "b", shared=True)])
+    q = EMB.embed(["secret plan"])[0]
+    seen_by_a = {store.entries_by_rowid([r])[r].content for r, _ in store.vector_search(q, "a", [Zone.EPISODIC], 10)}
+    assert seen_by_a == {"secret plan of robot a", "shared plan for everyone"}
+    lexical = {store.entries_by_rowid([r])[r].content for r, _ in store.lexical_search(["secret", "plan"], "a", [Zone.EPISODIC], 10)}
+    assert lexical == seen_by_a
+    store.close()
+
+
+def test_deletion_by_id_and_by_entity_leaves_no_debris(tmp_path):
+    store = LongTermStore(tmp_path / "m.db", index=IndexSettings(exact_below=50))
+    fill(store, 120)
+    (fact,) = store.add([entry("the butter is in the fridge", zone=Zone.SEMANTIC, entities=["butter", "fridge"],
+                               relations=[Relation("butter", "location", "fridge")])])
+    (proc,) = store.add([entry("to spread butter: 1. open fridge", zone=Zone.PROCEDURAL, entities=["fridge"],
+                               derived_from=[fact])])
+    assert store.delete("a", entities=["butter"]) == 2  # the fact, and the procedure quoting it
+    assert store.get([fact, proc]) == []
+    assert store.lexical_search(["butter"], "a", list(Zone)[1:], 10) == []
+    check = store.integrity()
+    assert check["integrity_ok"] and check["orphans"] == 0
+    ids = store.ids()[:10]
+    assert store.delete("a", ids=ids) == 10 and len(store) == 110
+    assert store.integrity()["integrity_ok"]
+    with pytest.raises(InvalidRequest, match="no memory of agent"):
+        store.delete("a", ids=["nope"])
+    with pytest.raises(InvalidRequest, match="needs an agent_id"):
+        store.delete("", ids=ids)
+    store.close()
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    (dict(embedding=np.full(384, np.nan, dtype=np.float32)), "NaN"),
+    (dict(embedding=np.ones(12, dtype=np.float32)), "384 components"),
+    (dict(importance=1.5), "importance"),
+    (dict(confidence=float("nan")), "confidence"),
+    (dict(zone=Zone.WORKING), "long-term zone"),
+    (dict(position=Position(float("inf"), 0, 0)), "position"),
+])
+def test_bad_entries_are_refused_and_nothing_is_written(tmp_path, bad, fragment):
+    store = LongTermStore(tmp_path / "m.db")
+    fill(store, 20)
+    before = (store.ids(), store.integrity())
+    good = entry("a perfectly fine memory")
+    broken = entry("a broken memory")
+    for key, value in bad.items():
+        setattr(broken, key, value)
+    with pytest.raises(InvalidRequest, match=fragment):
+        store.add([good, broken])
+    assert (store.ids(), store.integrity()) == before
+    store.close()
+
+
+def test_unopenable_store_raises_store_unavailable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreUnavailable, match="cannot open the memory store"):
+        LongTermStore(blocker / "m.db")
+    not_a_db = tmp_path / "junk.db"
+    not_a_db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreUnavailable):
+        LongTermStore(not_a_db)
