@@ -77,31 +77,32 @@ def time_ago(seconds: float, language: str = "en") -> str:
     return t["d"].format(n=round(seconds / 86400))
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: str, language: str = "en") -> str:
     text = text.strip()
-    return text if text.endswith((".", "!", "?", "。", "！", "？", ")", "）")) else text + "."
+    ended = text.endswith((".", "!", "?", "。", "！", "？", ")", "）"))
+    return text if ended else text + ("。" if language == "zh" else ".")
 
 
 def render(recalls: Sequence[Recall], warnings: Sequence[str], task: TaskState, now: float,
            language: str = "en") -> str:
     t = TEMPLATES[language]
     lines = [t["memories"]]
-    lines += [t["warning"].format(text=_sentence(w)) for w in warnings]
+    lines += [t["warning"].format(text=_sentence(w, language)) for w in warnings]
     for recall in recalls:
         entry = recall.entry
         if entry.warning and entry.content in warnings:
             continue
         if entry.warning:
-            lines.append(t["warning"].format(text=_sentence(entry.content)))
+            lines.append(t["warning"].format(text=_sentence(entry.content, language)))
         elif entry.zone is Zone.SEMANTIC:
-            lines.append(t["fact"].format(text=_sentence(entry.content)))
+            lines.append(t["fact"].format(text=_sentence(entry.content, language)))
         elif entry.zone is Zone.PROCEDURAL:
-            lines.append(t["procedure"].format(text=_sentence(entry.content)))
+            lines.append(t["procedure"].format(text=_sentence(entry.content, language)))
         elif entry.zone is Zone.GOAL:
-            lines.append(t["goal"].format(text=_sentence(entry.content)))
+            lines.append(t["goal"].format(text=_sentence(entry.content, language)))
         else:
             lines.append(t["episode"].format(ago=time_ago(now - entry.created, language),
-                                             text=_sentence(entry.content)))
+                                             text=_sentence(entry.content, language)))
     if len(lines) == 1:
         lines.append(t["none"])
     lines.append(t["task"])

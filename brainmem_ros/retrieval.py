@@ -281,7 +281,7 @@ class Retriever:
 
     def _contradicted(self, entry: Entry, working: Optional[AgentWorkingMemory]) -> bool:
         """A fact (or working trace) all of whose functional relations something seen later replaced."""
-        if working is None or entry.zone not in (Zone.SEMANTIC, Zone.WORKING):
+        if working is None or entry.zone is Zone.PROCEDURAL or entry.zone is Zone.GOAL:
             return False
         functional = self.config.encoding.functional_predicates
         relations = [r for r in entry.relations if r.predicate in functional]

@@ -1,0 +1,192 @@
+"""The memory cycle through BrainMemory with the hashing stand-in (plumbing and rules, not meaning):
+consolidation, supersession in answers, procedures, warnings, forgetting, bad requests."""
+import time
+
+import numpy as np
+import pytest
+
+from brainmem_ros.errors import InvalidRequest
+from brainmem_ros.retrieval import RetrievalRequest
+from brainmem_ros.trace import Entry, GoalStatus, Position, Zone
+
+
+def contents(result):
+    return [r.entry.content for r in result.recalls]
+
+
+def test_consolidation_promotes_by_threshold_and_derives_facts(make_memory, hashing):
+    memory = make_memory(hashing)
+    memory.push_goal("a", "make a sandwich with butter")
+    memory.observe("a", "The butter is in the fridge.")
+    memory.observe("a", "The butter is in the fridge.")  # a repeat: nothing new, low importance
+    report = memory.consolidate("a")
+    assert report.promoted == 1 and report.facts == 1
+    wm = memory.working_memory("a")
+    assert [t.text for t in wm.traces] == ["The butter is in the fridge."]  # the repeat stays behind
+    counts = memory.store.counts()["a"]
+    assert counts == {"episodic": 1, "semantic": 1}
+
+
+def test_newer_fact_supersedes_older_in_the_answer(make_memory, hashing):
+    memory = make_memory(hashing)
+    memory.observe("a", "The butter is in the fridge.")
+    memory.consolidate("a")
+    memory.observe("a", "The butter is on the counter.")
+    # Before consolidation the newer observation, in working memory, already wins.
+    result = memory.retrieve(RetrievalRequest("a", "where is the butter", include_working=True))
+    assert not any("fridge" in c for c in contents(result)), contents(result)
+    assert any("counter" in c for c in contents(result))
+    memory.consolidate("a")
+    result = memory.retrieve(RetrievalRequest("a", "where is the butter", include_working=False))
+    assert not any("fridge" in c for c in contents(result)), contents(result)
+    history = memory.retrieve(RetrievalRequest("a", "where is the butter", include_superseded=True,
+                                               include_working=False, top_k=10))
+    assert any("fridge" in c for c in contents(history))
+
+
+def test_repeated_successes_merge_into_one_stronger_procedure(make_memory, hashing):
+    memory = make_memory(hashing)
+    for attempt in range(3):
+        goal = memory.push_goal("a", "make coffee")
+        for step in ["fill the kettle", "turn on the kettle", "pour the water into the mug"]:
+            memory.act("a", step, True, "Done.")
+        memory.finish_goal("a", goal.id, GoalStatus.COMPLETED)
+    procedures = memory.store.procedures("a")
+    assert len(procedures) == 1
+    assert procedures[0].strength == 3
+    assert "1. fill the kettle; 2. turn on the kettle; 3. pour the water into the mug" in procedures[0].content
+    assert memory.store.counts()["a"]["goal"] == 3
+
+
+def test_failure_becomes_a_warning_announced_before_a_similar_goal(make_memory, hashing):
+    memory = make_memory(hashing)
+    goal = memory.push_goal("a", "make coffee with the coffee machine")
+    memory.act("a", "pour water into the coffee machine", False, "The coffee machine short-circuits!")
+    memory.finish_goal("a", goal.id, GoalStatus.FAILED)
+    warnings = memory.store.warnings("a")
+    assert {w.content for w in warnings} >= {"pour water into the coffee machine failed: The coffee machine short-circuits!"}
+    assert all(w.importance >= 0.95 for w in warnings)
+    memory.push_goal("a", "make coffee with the coffee machine")
+    result = memory.retrieve(RetrievalRequest("a", "pour water into the coffee machine"))
+    assert result.warnings and result.prompt.splitlines()[1].startswith("- Warning:")
+
+
+def test_interruption_is_in_the_prompt_with_the_task_to_return_to(make_memory, hashing):
+    memory = make_memory(hashing)
+    main = memory.push_goal("a", "make a sandwich")
+    memory.act("a", "take bread", True, "You take the bread.", goal_id=main.id)
+    memory.push_goal("a", "turn off the ringing timer", temporary=True)
+    prompt = memory.retrieve(RetrievalRequest("a", "what next")).prompt
+    assert "Interrupted by: turn off the ringing timer. When it is handled, return to: make a sandwich." in prompt
+    assert "Done: 1. take bread." in prompt
+    memory.finish_goal("a", "", GoalStatus.COMPLETED)
+    prompt = memory.retrieve(RetrievalRequest("a", "what next")).prompt
+    assert "Interrupted" not in prompt and "Goal: make a sandwich." in prompt
+
+
+def test_routes_lexical_graph_temporal_spatial_working(make_memory, hashing):
+    memory = make_memory(hashing)
+    memory.store_entries([
+        Entry("a", Zone.SEMANTIC, "the zyxoquat gadget sits in the pantry", None),
+        Entry("a", Zone.SEMANTIC, "the butter is in the fridge", None),
+        Entry("a", Zone.PROCEDURAL, "to open the fridge pull the handle", None, entities=["fridge"]),
+        Entry("a", Zone.EPISODIC, "you saw a red mug here", None, position=Position(5.0, 5.0, 0.0)),
+    ])
+    memory.act("a", "wipe the counter", True, "The counter is clean.")
+    routes = lambda q, **kw: {r.entry.content: r.routes for r in memory.retrieve(RetrievalRequest("a", q, top_k=10, **kw)).recalls}
+    assert "lexical" in routes("zyxoquat")["the zyxoquat gadget sits in the pantry"]
+    graph = routes("where is the butter")
+    assert "graph" in graph["to open the fridge pull the handle"]  # butter -> fridge -> procedure
+    assert "temporal" in routes("what did I just do")["wipe the counter: The counter is clean."]
+    near = routes("what did I see", position=Position(5.5, 5.0, 0.0), radius=2.0)
+    assert "spatial" in near["you saw a red mug here"]
+    assert "working" in routes("counter clean")["wipe the counter: The counter is clean."]
+
+
+def test_access_counts_are_updated_by_retrieval(make_memory, hashing):
+    memory = make_memory(hashing)
+    (entry_id,) = memory.store_entries([Entry("a", Zone.SEMANTIC, "the knife is in the drawer", None)])
+    for _ in range(3):
+        memory.retrieve(RetrievalRequest("a", "where is the knife"))
+    memory.store.flush()
+    (entry,) = memory.store.get([entry_id])
+    assert entry.access_count == 3 and entry.importance > 0.5
+
+
+def test_forgetting_decays_archives_and_caps(make_memory, hashing):
+    memory = make_memory(hashing, **{"forgetting.decay_tau_s": 10.0, "forgetting.capacity_per_agent": 3})
+    old = time.time() - 1000
+    memory.store_entries([Entry("a", Zone.EPISODIC, f"old event {i}", None, importance=0.5, created=old,
+                                last_access=old) for i in range(4)])
+    memory.store_entries([Entry("a", Zone.EPISODIC, f"fresh event {i}", None, importance=0.2 + 0.1 * i)
+                          for i in range(5)])
+    report = memory.forget("a")
+    assert report.decayed == 9 and report.archived == 6 and report.evicted == 2
+    left = sorted(e.content for e in memory.store.get(memory.store.ids()))
+    assert left == ["fresh event 2", "fresh event 3", "fresh event 4"]
+    assert memory.store.archive_count() == 6 and memory.store.integrity()["integrity_ok"]
+
+
+def test_hard_delete_when_configured(make_memory, hashing):
+    memory = make_memory(hashing, **{"forgetting.decay_tau_s": 1.0, "forgetting.hard_delete": True})
+    old = time.time() - 100
+    memory.store_entries([Entry("a", Zone.EPISODIC, "ancient", None, created=old, last_access=old)])
+    report = memory.forget("a")
+    assert report.deleted == 1 and memory.store.archive_count() == 0 and len(memory.store) == 0
+
+
+@pytest.mark.parametrize("request_kwargs, fragment", [
+    (dict(query=""), "query must not be empty"),
+    (dict(query="   "), "query must not be empty"),
+    (dict(query="x" * 5000), "more than the 4000 allowed"),
+    (dict(top_k=-1), "top_k must be within"),
+    (dict(top_k=51), "top_k must be within"),
+    (dict(zones=["semantic", "dreams"]), "unknown zone 'dreams'"),
+    (dict(agent_id=""), "agent_id must not be empty"),
+    (dict(min_score=float("nan")), "min_score"),
+    (dict(position=Position(float("nan"), 0, 0), radius=1.0), "position"),
+    (dict(position=Position(1, 0, 0), radius=0.0), "radius"),
+    (dict(since=10.0, until=5.0), "until"),
+])
+def test_bad_retrieval_requests_raise_one_clear_error(make_memory, hashing, request_kwargs, fragment):
+    memory = make_memory(hashing)
+    memory.store_entries([Entry("a", Zone.SEMANTIC, "the knife is in the drawer", None)])
+    before = memory.store.ids()
+    args = dict(agent_id="a", query="knife")
+    args.update(request_kwargs)
+    with pytest.raises(InvalidRequest, match=fragment):
+        memory.retrieve(RetrievalRequest(**args))
+    assert memory.store.ids() == before
+
+
+def test_bad_encodings_reject_the_whole_batch(make_memory, hashing):
+    from brainmem_ros.encoding import Event
+    from brainmem_ros.trace import TraceKind
+
+    memory = make_memory(hashing)
+    good = Event("a", TraceKind.OBSERVATION, "the cup is on the table")
+    for bad in [Event("a", TraceKind.OBSERVATION, ""), Event("", TraceKind.OBSERVATION, "x"),
+                Event("a", TraceKind.OBSERVATION, "x", confidence=float("nan")),
+                Event("a", TraceKind.OBSERVATION, "x\x00y"), Event("a", TraceKind.OBSERVATION, "y" * 4001)]:
+        with pytest.raises(InvalidRequest):
+            memory.encode([good, bad])
+    assert memory.working.agents.get("a") is None or not memory.working.agents["a"].traces
+
+
+def test_chinese_prompt_template(make_memory, hashing):
+    memory = make_memory(hashing, **{"retrieval.language": "zh"})
+    memory.push_goal("a", "做一份三明治")
+    memory.store_entries([Entry("a", Zone.SEMANTIC, "黄油在冰箱里", None)])
+    prompt = memory.retrieve(RetrievalRequest("a", "黄油在哪里")).prompt
+    assert prompt.startswith("## 相关记忆回顾") and "你的目标是：做一份三明治。" in prompt
+    assert "- 常识：黄油在冰箱里。" in prompt
+
+
+def test_working_memory_survives_restart(make_memory, hashing, tmp_path):
+    memory = make_memory(hashing)
+    goal = memory.push_goal("a", "clean the counter")
+    memory.act("a", "take the sponge", True, "You take the sponge.")
+    memory.close()
+    again = make_memory(hashing)
+    wm = again.working_memory("a")
+    assert wm.active_goal().id == goal.id and wm.holding() == ["sponge"]
