@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from brainmem_ros import __version__
@@ -27,6 +28,79 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sizes(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        factor = 1_000_000 if part.endswith("m") else 1000 if part.endswith("k") else 1
+        value = int(float(part.rstrip("km")) * factor)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"store size must be positive: {part}")
+        out.append(value)
+    return out
+
+
+def _load_config(path):
+    from brainmem_ros.config import MemoryConfig
+
+    return MemoryConfig.from_yaml(path) if path else MemoryConfig()
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from brainmem_ros.bench.core import DEFAULT_SIZES, format_table, run_bench
+    from brainmem_ros.embedding import MiniLMEmbedder
+
+    config = _load_config(args.config)
+    if args.backend:
+        config = config.replace(**{"embedding.backend": args.backend})
+    embedder = MiniLMEmbedder(config.embedding.backend, config.embedding.threads, config.embedding.batch_size)
+    report = run_bench(args.sizes or DEFAULT_SIZES, args.queries, args.json, embedder, config,
+                       progress=not args.quiet)
+    print(format_table(report))
+    if args.json:
+        print(f"report: {args.json}")
+    return 0
+
+
+def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    import json
+
+    from brainmem_ros.embedding import MiniLMEmbedder
+    from brainmem_ros.retrieval_eval import evaluate_retrieval
+
+    result = evaluate_retrieval(MiniLMEmbedder(), k=args.k)
+    print(f"questions: {len(result.per_question)}  k = {result.k}")
+    print(f"fused pipeline recall@{result.k}: {result.fused_recall:.3f}   stale facts returned: {len(result.fused_stale)}")
+    print(f"vector alone   recall@{result.k}: {result.vector_recall:.3f}   stale facts returned: {len(result.vector_stale)}")
+    for row in result.per_question:
+        print(f"  {row['fused_recall']:.2f}  {row['vector_recall']:.2f}  {row['query']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_params(args: argparse.Namespace) -> int:
+    from brainmem_ros.config import ConfigError, defaults_yaml, iter_params
+
+    if args.yaml:
+        print(defaults_yaml(), end="")
+        return 0
+    if args.check:
+        try:
+            _load_config(args.check)
+        except ConfigError as exc:
+            print(f"{args.check}: {exc}", file=sys.stderr)
+            return 1
+        print(f"{args.check}: ok")
+        return 0
+    for p in iter_params():
+        lo, hi = p.range
+        bounds = f" [{lo}, {hi}]" if lo is not None else f" one of {', '.join(p.choices)}" if p.choices else ""
+        print(f"{p.name} ({p.type.__name__}, default {p.default!r}{bounds}): {p.description}")
+    return 0
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     parser = argparse.ArgumentParser(prog="brainmem-ros", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"brainmem_ros {__version__}")
@@ -35,6 +109,25 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
 
     verbs.add_parser("demo", help="run the main job: the memory system serving a kitchen task")
     handlers["demo"] = _cmd_demo
+
+    bench = verbs.add_parser("bench", help="measure the memory core as the store grows")
+    bench.add_argument("--sizes", type=_sizes, default=None, help="comma-separated store sizes (default 1k,10k,100k)")
+    bench.add_argument("--queries", type=int, default=200, help="retrieval calls measured per size")
+    bench.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the full report here")
+    bench.add_argument("--config", type=Path, default=None, help="parameter file (default: built-in defaults)")
+    bench.add_argument("--backend", choices=("onnx", "torch"), default=None, help="embedding backend")
+    bench.add_argument("--quiet", action="store_true", help="no progress bars")
+    handlers["bench"] = _cmd_bench
+
+    quality = verbs.add_parser("eval-retrieval", help="recall@k of the fused pipeline against vector search alone")
+    quality.add_argument("--k", type=int, default=5)
+    quality.add_argument("--json", type=Path, default=None, metavar="PATH")
+    handlers["eval-retrieval"] = _cmd_eval_retrieval
+
+    params = verbs.add_parser("params", help="list every parameter with its default, range and description")
+    params.add_argument("--check", type=Path, default=None, metavar="FILE", help="validate a parameter file")
+    params.add_argument("--yaml", action="store_true", help="print a parameter file with every default")
+    handlers["params"] = _cmd_params
     return parser, handlers
 
 

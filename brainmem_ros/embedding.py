@@ -145,8 +145,13 @@ class MiniLMEmbedder:
                 out = self._st.encode(list(texts), batch_size=self.batch_size,
                                       normalize_embeddings=True, convert_to_numpy=True)
                 return np.ascontiguousarray(out, dtype=np.float32)
-            return np.concatenate([self._embed_onnx(texts[i:i + self.batch_size])
-                                   for i in range(0, len(texts), self.batch_size)])
+            # Batches of similar length: padding to the longest text of a batch is wasted work.
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                out[chunk] = self._embed_onnx([texts[i] for i in chunk])
+            return out
 
     def _embed_onnx(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(list(texts))

@@ -89,8 +89,9 @@ class Encoder:
         if len(event.entities) > 256 or any(not isinstance(e, str) or len(e) > 200 for e in event.entities):
             raise InvalidRequest("entities must be at most 256 names of at most 200 characters")
 
-    def encode(self, events: Sequence[Event], context_for: Callable[[str], EncodingContext]) -> list[Trace]:
-        """Validate everything first (a bad event rejects the batch), then embed in one call."""
+    def prepare(self, events: Sequence[Event]) -> list[Trace]:
+        """Validate everything first (a bad event rejects the batch), then embed in one call and
+        extract entities and relations. Importance is left at 0: it needs the agent's context."""
         for event in events:
             self.validate(event)
         if not events:
@@ -98,25 +99,33 @@ class Encoder:
         vectors = self.embedder.embed([e.text for e in events])
         now = time.time()
         traces = []
-        contexts: dict[str, EncodingContext] = {}
         for event, vector in zip(events, vectors):
             found = extract(event.text, self.vocabulary, self._pattern)
             entities = list(dict.fromkeys([canonical(e) for e in event.entities if canonical(e)] + found.entities))
-            ctx = contexts.get(event.agent_id) or contexts.setdefault(event.agent_id, context_for(event.agent_id))
-            nearest = 0.0
-            if ctx.recent_embeddings is not None and len(ctx.recent_embeddings):
-                nearest = float(np.max(ctx.recent_embeddings @ vector))
-            relevance = goal_relevance(entities, vector, ctx.goal_entities, ctx.goal_embedding)
-            score = initial_importance(
-                self.weights, relevance=relevance,
-                novelty_score=novelty(found.relations, ctx.known_facts, nearest),
-                success=event.success, is_action=event.kind is TraceKind.ACTION)
-            for rel in found.relations:  # later events of a batch see earlier ones as known
-                ctx.known_facts[(rel.subject, rel.predicate)] = rel.object
             traces.append(Trace(
                 agent_id=event.agent_id, kind=event.kind, text=event.text.strip(), embedding=vector,
-                entities=entities, relations=found.relations, importance=score,
+                entities=entities, relations=found.relations, importance=0.0,
                 timestamp=event.timestamp or now, source=event.source or event.kind.value,
                 confidence=float(event.confidence), location=event.location, position=event.position,
                 success=event.success, action=event.action, goal_id=event.goal_id))
         return traces
+
+    def score(self, traces: Sequence[Trace], context_for: Callable[[str], EncodingContext]) -> list[Trace]:
+        """Initial importance of each trace against its agent's goal and knowledge (in place)."""
+        contexts: dict[str, EncodingContext] = {}
+        for trace in traces:
+            ctx = contexts.get(trace.agent_id) or contexts.setdefault(trace.agent_id, context_for(trace.agent_id))
+            nearest = 0.0
+            if ctx.recent_embeddings is not None and len(ctx.recent_embeddings):
+                nearest = float(np.max(ctx.recent_embeddings @ trace.embedding))
+            relevance = goal_relevance(trace.entities, trace.embedding, ctx.goal_entities, ctx.goal_embedding)
+            trace.importance = initial_importance(
+                self.weights, relevance=relevance,
+                novelty_score=novelty(trace.relations, ctx.known_facts, nearest),
+                success=trace.success, is_action=trace.kind is TraceKind.ACTION)
+            for rel in trace.relations:  # later traces of a batch see earlier ones as known
+                ctx.known_facts[(rel.subject, rel.predicate)] = rel.object
+        return list(traces)
+
+    def encode(self, events: Sequence[Event], context_for: Callable[[str], EncodingContext]) -> list[Trace]:
+        return self.score(self.prepare(events), context_for)

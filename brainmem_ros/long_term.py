@@ -35,7 +35,7 @@ __all__ = ["LongTermStore", "SHARED_OWNER"]
 log = logging.getLogger("brainmem_ros.long_term")
 SCHEMA_VERSION = 1
 SHARED_OWNER = "\x00shared"
-_COLUMNS = ("rowid, id, agent_id, shared, zone, content, embedding, importance, created, last_access, "
+_COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
 
 
@@ -102,8 +102,8 @@ class LongTermStore:
                            "object TEXT NOT NULL, valid_from REAL NOT NULL, valid_to REAL, superseded_by TEXT)")
                 db.execute("CREATE INDEX relations_current ON relations(agent_id, subject, predicate) "
                            "WHERE valid_to IS NULL")
-                db.execute("CREATE INDEX relations_subject ON relations(subject)")
-                db.execute("CREATE INDEX relations_object ON relations(object)")
+                db.execute("CREATE INDEX relations_subject ON relations(subject, id) WHERE valid_to IS NULL")
+                db.execute("CREATE INDEX relations_object ON relations(object, id) WHERE valid_to IS NULL")
                 db.execute("CREATE INDEX relations_entry ON relations(entry)")
                 db.execute("CREATE INDEX relations_superseded_by ON relations(superseded_by) "
                            "WHERE superseded_by IS NOT NULL")
@@ -118,6 +118,7 @@ class LongTermStore:
                 db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
                 db["entries"].enable_fts(["content", "entity_text"], create_triggers=True,
                                          tokenize="unicode61 remove_diacritics 2")
+                db.execute("CREATE VIRTUAL TABLE entries_fts_vocab USING fts5vocab(entries_fts, 'row')")
                 db.execute("INSERT INTO meta VALUES ('schema_version', ?), ('dim', ?), ('model', ?)",
                            [str(SCHEMA_VERSION), str(self.dim), model_name])
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
@@ -231,23 +232,31 @@ class LongTermStore:
         added: list[tuple[int, Entry]] = []
         hidden_changes: list[tuple[int, bool]] = []
         with self._transaction() as conn:
-            for e in entries:
+            # Keys assigned here, under the write lock, so every table is filled with executemany.
+            first = (conn.execute("SELECT COALESCE(MAX(key), 0) FROM entries").fetchone()[0]) + 1
+            rows, edges, derived = [], [], []
+            for offset, e in enumerate(entries):
                 e.id = e.id or f"{e.zone.value[:3]}-{uuid.uuid4().hex[:16]}"
                 e.created = e.created or now
                 e.last_access = e.last_access or e.created
-                pos = e.position
-                cur = conn.execute(
-                    "INSERT INTO entries (id, agent_id, shared, zone, content, entity_text, embedding, importance,"
-                    " created, last_access, access_count, source, confidence, location, x, y, z, superseded,"
-                    " warning, strength, goal_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (e.id, e.agent_id, int(e.shared), e.zone.value, e.content, " ".join(e.entities),
-                     np.ascontiguousarray(e.embedding, dtype=np.float32).tobytes(), float(e.importance),
-                     e.created, e.last_access, e.access_count, e.source, float(e.confidence), e.location,
-                     pos.x if pos else None, pos.y if pos else None, pos.z if pos else None,
-                     int(e.superseded), int(e.warning), e.strength, e.goal_key))
-                rowid = cur.lastrowid
-                conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)",
-                                 [(rowid, name) for name in e.entities])
+                pos, rowid = e.position, first + offset
+                rows.append((rowid, e.id, e.agent_id, int(e.shared), e.zone.value, e.content, " ".join(e.entities),
+                             np.ascontiguousarray(e.embedding, dtype=np.float32).tobytes(), float(e.importance),
+                             e.created, e.last_access, e.access_count, e.source, float(e.confidence), e.location,
+                             pos.x if pos else None, pos.y if pos else None, pos.z if pos else None,
+                             int(e.superseded), int(e.warning), e.strength, e.goal_key))
+                edges += [(rowid, name) for name in dict.fromkeys(e.entities)]
+                derived += [(rowid, source) for source in e.derived_from]
+                added.append((rowid, e))
+            conn.executemany(
+                "INSERT INTO entries (key, id, agent_id, shared, zone, content, entity_text, embedding, importance,"
+                " created, last_access, access_count, source, confidence, location, x, y, z, superseded,"
+                " warning, strength, goal_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)", edges)
+            conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)", derived)
+            for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
+                if not e.relations:
+                    continue
                 for rel in e.relations:
                     if rel.predicate in supersede and e.zone in (Zone.SEMANTIC, Zone.EPISODIC):
                         hidden_changes += self._close_current(conn, e, rel)
@@ -256,9 +265,6 @@ class LongTermStore:
                     " VALUES (?,?,?,?,?,?,?,?)",
                     [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object, e.created)
                      for r in e.relations])
-                conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)",
-                                 [(rowid, source) for source in e.derived_from])
-                added.append((rowid, e))
         self._index_add(added)
         for rowid, hidden in hidden_changes:
             self._set_hidden(rowid, hidden)
@@ -451,46 +457,74 @@ class LongTermStore:
         return results[:k]
 
     def lexical_search(self, terms: Sequence[str], agent_id: str, zones: Sequence[Zone], k: int,
-                       include_superseded: bool = False) -> list[tuple[int, float]]:
-        """FTS5 bm25 over content and entity names; any term may match (OR), rarer terms weigh more."""
+                       include_superseded: bool = False, max_df: float = 1.0) -> list[tuple[int, float]]:
+        """FTS5 bm25 over content and entity names; any term may match (OR), rarer terms weigh more.
+
+        Terms found in more than ``max_df`` of all memories are left out: they are what embeddings
+        already capture, and ranking their thousands of matches would dominate the call.
+        """
         if not terms or k <= 0:
             return []
-        expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        zone_marks = ",".join("?" * len(zones))
-        sql = (f"SELECT e.rowid, -bm25(entries_fts) FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid"
-               f" WHERE entries_fts MATCH ? AND (e.agent_id = ? OR e.shared = 1) AND e.zone IN ({zone_marks})"
-               f"{'' if include_superseded else ' AND e.superseded = 0'} ORDER BY bm25(entries_fts) LIMIT ?")
         with self._lock:
             try:
+                if max_df < 1.0:
+                    total = max(1, len(self._where))
+                    marks = ",".join("?" * len(terms))
+                    df = dict(self._conn.execute(
+                        f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})", list(terms)).fetchall())
+                    terms = [t for t in terms if t in df and df[t] <= max(3, max_df * total)]
+                    if not terms:
+                        return []
+                expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                zone_marks = ",".join("?" * len(zones))
+                sql = (f"SELECT e.rowid, -bm25(entries_fts) FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid"
+                       f" WHERE entries_fts MATCH ? AND (e.agent_id = ? OR e.shared = 1) AND e.zone IN ({zone_marks})"
+                       f"{'' if include_superseded else ' AND e.superseded = 0'} ORDER BY bm25(entries_fts) LIMIT ?")
                 return [(r[0], r[1]) for r in self._conn.execute(sql, [expr, agent_id, *[z.value for z in zones], k])]
             except sqlite3.OperationalError as exc:
                 log.warning("lexical recall skipped: %s", exc)
                 return []
 
     def entity_entries(self, entities: Sequence[str], agent_id: str, zones: Sequence[Zone], limit: int,
-                       include_superseded: bool = False) -> list[tuple[int, str]]:
+                       include_superseded: bool = False, per_entity: int = 0) -> list[tuple[int, str]]:
+        """Memories about each entity, most recent first (walks the (entity, entry) key backwards,
+        so an entity named in thousands of memories costs no more than a rare one)."""
         if not entities or limit <= 0:
             return []
+        per_entity = per_entity or limit
         sql = (f"SELECT ee.entry, ee.entity FROM entry_entities ee JOIN entries e ON e.rowid = ee.entry"
-               f" WHERE ee.entity IN ({','.join('?' * len(entities))}) AND (e.agent_id = ? OR e.shared = 1)"
+               f" WHERE ee.entity = ? AND (e.agent_id = ? OR e.shared = 1)"
                f" AND e.zone IN ({','.join('?' * len(zones))})"
                f"{'' if include_superseded else ' AND e.superseded = 0'}"
-               f" ORDER BY e.importance DESC, e.created DESC LIMIT ?")
+               f" ORDER BY ee.entry DESC LIMIT ?")
+        out: list[tuple[int, str]] = []
         with self._lock:
-            return self._conn.execute(sql, [*entities, agent_id, *[z.value for z in zones], limit]).fetchall()
+            for name in entities:
+                out += self._conn.execute(sql, [name, agent_id, *[z.value for z in zones], per_entity]).fetchall()
+                if len(out) >= limit:
+                    break
+        return out[:limit]
 
-    def neighbours(self, entities: Sequence[str], agent_id: str, exclude: Sequence[str] = ()) -> set[str]:
-        """Entities one hop away through current relations (either direction)."""
+    def neighbours(self, entities: Sequence[str], agent_id: str, exclude: Sequence[str] = (),
+                   fanout: int = 1000) -> list[str]:
+        """Entities one hop away through current location facts (either direction), most recent first."""
         if not entities:
-            return set()
-        marks = ",".join("?" * len(entities))
-        sql = (f"SELECT object FROM relations WHERE subject IN ({marks}) AND valid_to IS NULL"
-               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
-               f" UNION SELECT subject FROM relations WHERE object IN ({marks}) AND valid_to IS NULL"
-               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)")
+            return []
+        sql = ("SELECT object FROM relations WHERE subject = ? AND valid_to IS NULL AND zone = 'semantic'"
+               " AND predicate = 'location' AND (agent_id = ? OR shared = 1) ORDER BY id DESC LIMIT ?")
+        sql_in = ("SELECT subject FROM relations WHERE object = ? AND valid_to IS NULL AND zone = 'semantic'"
+                  " AND predicate = 'location' AND (agent_id = ? OR shared = 1) ORDER BY id DESC LIMIT ?")
+        skip = set(entities) | set(exclude)
+        found: list[str] = []
         with self._lock:
-            rows = self._conn.execute(sql, [*entities, agent_id, *entities, agent_id]).fetchall()
-        return {r[0] for r in rows} - set(entities) - set(exclude)
+            for name in entities:
+                for query in (sql, sql_in):
+                    for (other,) in self._conn.execute(query, (name, agent_id, fanout)):
+                        if other not in skip and other not in found:
+                            found.append(other)
+                if len(found) >= fanout:
+                    break
+        return found[:fanout]
 
     def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, radius: float,
                        limit: int, include_superseded: bool = False) -> list[tuple[int, float]]:
@@ -538,7 +572,7 @@ class LongTermStore:
                         f"SELECT entry, entity FROM entry_entities WHERE entry IN ({','.join('?' * len(chunk))})", chunk):
                     ents[entry].append(name)
                 for row in rows:
-                    out[row[0]] = self._row_to_entry(row, ents[row[0]], rels[row[0]])
+                    out[row[0]] = self._row_to_entry(row, ents[row[0]], rels[row[0]], self._vector_of(row[0]))
                     pending = self._pending_access.get(row[0])
                     if pending:
                         out[row[0]].access_count += pending[0]
@@ -559,13 +593,22 @@ class LongTermStore:
             row = self._conn.execute("SELECT rowid FROM entries WHERE id = ?", (entry_id,)).fetchone()
         return row[0] if row else None
 
+    def _vector_of(self, rowid: int) -> np.ndarray:
+        """The embedding from the in-memory partition (every stored row has one there)."""
+        key = self._where.get(rowid)
+        vector = self._partitions[key].vector(rowid) if key else None
+        if vector is None:
+            blob = self._conn.execute("SELECT embedding FROM entries WHERE rowid = ?", (rowid,)).fetchone()[0]
+            vector = np.frombuffer(blob, dtype=np.float32)
+        return vector.copy()
+
     @staticmethod
-    def _row_to_entry(row, entities, relations) -> Entry:
-        (rowid, id_, agent, shared, zone, content, emb, importance, created, last_access, access_count,
+    def _row_to_entry(row, entities, relations, emb: np.ndarray) -> Entry:
+        (rowid, id_, agent, shared, zone, content, importance, created, last_access, access_count,
          source, confidence, location, x, y, z, superseded, warning, strength, goal_key) = row
         return Entry(
             id=id_, agent_id=agent, shared=bool(shared), zone=Zone(zone), content=content,
-            embedding=np.frombuffer(emb, dtype=np.float32), entities=entities, relations=relations,
+            embedding=emb, entities=entities, relations=relations,
             importance=importance, created=created, last_access=last_access, access_count=access_count,
             source=source or "", confidence=confidence if confidence is not None else 1.0,
             location=location or "", position=Position(x, y, z or 0.0) if x is not None else None,

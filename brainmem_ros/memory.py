@@ -54,13 +54,20 @@ class BrainMemory:
         self.retriever = Retriever(self.config, self.store, self.embedder, self.vocabulary)
         self.consolidator = Consolidator(self.config, self.store, self.embedder)
         self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
+        self._finished: dict[str, Goal] = {}
         self._lock = threading.RLock()
 
     # -- encoding ------------------------------------------------------------------------------
     def encode(self, events: Sequence[Event]) -> list[Trace]:
         """Encode events into working memory (one batched embedding call); returns the traces."""
+        return self.ingest(self.encoder.prepare(events))
+
+    def ingest(self, traces: Sequence[Trace]) -> list[Trace]:
+        """Take traces encoded elsewhere (the encoder node): score importance, add to working memory."""
+        for trace in traces:
+            self._validate_trace(trace)
         with self._lock:
-            traces = self.encoder.encode(events, self._context_for)
+            traces = self.encoder.score(traces, self._context_for)
             for trace in traces:
                 self.working.agent(trace.agent_id).add(trace)
             due = {t.agent_id for t in traces
@@ -69,6 +76,19 @@ class BrainMemory:
         for agent_id in due:
             self.consolidate(agent_id)
         return traces
+
+    def _validate_trace(self, trace: Trace) -> None:
+        check_agent(trace.agent_id)
+        check_text(trace.text, "text", self.config.encoding.max_text_chars)
+        embedding = np.asarray(trace.embedding, dtype=np.float32)
+        if embedding.shape != (self.embedder.dim,):
+            raise InvalidRequest(f"embedding must have {self.embedder.dim} components, got {embedding.size}")
+        if not np.all(np.isfinite(embedding)):
+            raise InvalidRequest("embedding contains NaN or infinite values")
+        if not (np.isfinite(trace.confidence) and 0.0 <= trace.confidence <= 1.0):
+            raise InvalidRequest(f"confidence must be within [0, 1], got {trace.confidence!r}")
+        if trace.position is not None and not all(np.isfinite(trace.position)):
+            raise InvalidRequest("position contains NaN or infinite values")
 
     def observe(self, agent_id: str, text: str, **fields) -> Trace:
         return self.encode([Event(agent_id, TraceKind.OBSERVATION, text, **fields)])[0]
@@ -125,7 +145,15 @@ class BrainMemory:
         return self.retriever.retrieve(request, wm, query_vectors)
 
     # -- consolidation and forgetting ----------------------------------------------------------
-    def consolidate(self, agent_id: str = "", goal: Optional[Goal] = None) -> ConsolidationReport:
+    def consolidate(self, agent_id: str = "", goal: Optional[Goal] = None, goal_id: str = "") -> ConsolidationReport:
+        """Consolidate one agent (or all); with a finished goal (or its id), learn from its outcome."""
+        if goal_id and goal is None:
+            goal = self._finished.get(goal_id)
+            if goal is None:
+                raise InvalidRequest(f"goal {goal_id!r} has not finished (or was already consolidated)")
+            agent_id = agent_id or goal.agent_id
+        if goal is not None:
+            self._finished.pop(goal.id, None)
         total = ConsolidationReport()
         agents = [agent_id] if agent_id else list(self.working.agents)
         for agent in agents:
@@ -170,8 +198,13 @@ class BrainMemory:
             goal = self.working.agent(agent_id).finish(goal_id, status)
         self.store.upsert_goal(goal)
         report = ConsolidationReport()
-        if consolidate and status in (GoalStatus.COMPLETED, GoalStatus.FAILED):
-            report = self.consolidate(agent_id, goal)
+        if status in (GoalStatus.COMPLETED, GoalStatus.FAILED):
+            if consolidate:
+                report = self.consolidate(agent_id, goal)
+            else:  # someone else (the consolidation node) will ask for it by id
+                self._finished[goal.id] = goal
+                while len(self._finished) > 256:
+                    self._finished.pop(next(iter(self._finished)))
         self.working.save()
         return goal, report
 

@@ -176,7 +176,7 @@ class Retriever:
                 lt(rowid, "vector", sim)
             clock.lap("vector")
             lexical = self.store.lexical_search(_terms(req.query), agent, zones, cfg.lexical_candidates,
-                                                req.include_superseded)
+                                                req.include_superseded, cfg.lexical_max_df)
             if lexical:
                 best = max(s for _, s in lexical) or 1.0
                 for rowid, s in lexical:
@@ -227,18 +227,18 @@ class Retriever:
             hop_of.setdefault(name, 0)
         for name in context_entities:
             hop_of.setdefault(name, 1)
-        frontier = [n for n in hop_of]
+        frontier = list(hop_of)[: cfg.graph_fanout]
         for hop in range(1, cfg.graph_hops + 1):
             if not frontier:
                 break
-            nxt = self.store.neighbours(frontier, agent, exclude=[HELD])
+            nxt = self.store.neighbours(frontier, agent, exclude=[HELD, *hop_of], fanout=cfg.graph_fanout)
             frontier = [n for n in nxt if n not in hop_of]
             for name in frontier:
                 hop_of[name] = hop
         if not hop_of:
             return
         for rowid, entity in self.store.entity_entries(list(hop_of), agent, zones, cfg.graph_candidates,
-                                                       include_superseded):
+                                                       include_superseded, cfg.graph_per_entity):
             lt(rowid, "graph", ROUTE_GRAPH_WEIGHT[min(hop_of[entity], 2)])
 
     def _working(self, working: AgentWorkingMemory, q, req, use_working, candidates, now) -> None:

@@ -23,9 +23,9 @@ __all__ = ["IndexSettings", "Partition"]
 class IndexSettings:
     dim: int = 384
     exact_below: int = 20000
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 96
+    hnsw_m: int = 24
+    hnsw_ef_construction: int = 48
+    hnsw_ef_search: int = 128
 
 
 class Partition:
@@ -158,9 +158,7 @@ class Partition:
         n = self.size
         if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        allowed = ~self._dead[:n]
-        if not include_hidden:
-            allowed &= ~self._hidden[:n]
+        allowed = ~self._dead[:n] if include_hidden else ~(self._dead[:n] | self._hidden[:n])
         if since:
             allowed &= self._created[:n] >= since
         if until:
@@ -169,11 +167,16 @@ class Partition:
         if n_allowed == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         # A selective filter makes the graph walk wasteful: score the few allowed rows directly.
-        if exact or self.hnsw is None or n_allowed < max(4 * k, n // 10):
+        if n_allowed < max(4 * k, n // 10):
             idx = np.flatnonzero(allowed)
             sims = self._vectors[idx] @ query
             top = _top(sims, k)
             return self._rowids[idx[top]], sims[top]
+        if exact or self.hnsw is None:
+            sims = self._vectors[:n] @ query  # in place over the whole slice: no copy of the matrix
+            sims[~allowed] = -np.inf
+            top = _top(sims, min(k, n_allowed))
+            return self._rowids[top], sims[top]
         fetch = min(n, max(2 * k, k + 16))
         while True:
             sims, labels = self.hnsw.search(query.reshape(1, -1), fetch)

@@ -62,3 +62,10 @@ def test_plain_mapping_and_ros_parameter_file_are_equivalent(tmp_path):
     ros.write_text("/**:\n  ros__parameters:\n    retrieval:\n      top_k: 7\n    topics:\n      depth: 10\n")
     assert MemoryConfig.from_yaml(plain) == MemoryConfig.from_yaml(ros)
     assert MemoryConfig.from_yaml(plain).retrieval.top_k == 7
+
+
+def test_shipped_config_is_the_generated_one():
+    """config/memory.yaml lists every parameter: regenerate it with `brainmem-ros params --yaml`."""
+    from brainmem_ros.config import defaults_yaml
+
+    assert (CONFIG / "memory.yaml").read_text() == defaults_yaml()

@@ -96,6 +96,14 @@ def _sample_entry():
     return entry
 
 
+def _sample_trace():
+    m = importlib.import_module("brainmem_ros.msg")
+    return m.Trace(agent_id="a", kind=m.Trace.KIND_ACTION, text="open fridge: You open the fridge.",
+                   embedding=[0.5] * 384, entities=["fridge"],
+                   relations=[m.Relation(subject="fridge", predicate="state", object="open")],
+                   source="action", confidence=1.0, has_success=True, success=True, action="open fridge")
+
+
 def _roundtrip(message):
     return deserialize_message(serialize_message(message), type(message))
 
@@ -123,6 +131,7 @@ def test_each_message_type_survives_serialization():
         m.EntityState(entity="butter", location="fridge", state="cold", entry_id="e-1"),
         m.Relation(subject="fridge", predicate="contains", object="butter"),
         _sample_entry(),
+        _sample_trace(),
     ]
     covered = {type(s).__name__ for s in samples}
     assert covered == {p.stem for p in MSG_FILES}
@@ -152,6 +161,8 @@ def test_each_service_type_survives_serialization():
                                     recent_actions=[m.ActionResult(action="take knife")]),
         s.ReportOutcome.Request(agent_id="a", goal_id="g1", success=False, detail="fell apart"),
         s.ReportOutcome.Response(success=True, updated=4, warning_id="w-1"),
+        s.IngestTraces.Request(traces=[_sample_trace()]),
+        s.IngestTraces.Response(success=True, ids=["wrk-1"]),
     ]
     covered = {re.sub(r"_(Request|Response)$", "", type(x).__name__) for x in samples}
     assert covered == {p.stem for p in SRV_FILES}

@@ -1,0 +1,1 @@
+"""Benchmarks: ``brainmem-ros bench`` (the memory core as the store grows)."""

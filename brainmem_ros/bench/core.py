@@ -1,0 +1,194 @@
+"""``brainmem-ros bench``: the memory core's speed and footprint as the store grows.
+
+For each size: build a store of that many kitchen memories from cached real embeddings (this is the
+pre-embedded ingest figure), then measure retrieval through the full pipeline with and without the
+query embedding (agent and zone filters applied), vector recall@10 against exact search, ingest
+through encoding (embedding included) and consolidation, a consolidation pass, a forgetting pass,
+bytes on disk and resident memory per entry.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from brainmem_ros.bench.corpus import cached_embeddings, make_corpus, make_questions
+from brainmem_ros.config import MemoryConfig
+from brainmem_ros.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.encoding import Event
+from brainmem_ros.memory import BrainMemory
+from brainmem_ros.retrieval import RetrievalRequest
+from brainmem_ros.trace import Entry, TraceKind, Zone
+
+__all__ = ["run_bench", "format_table", "DEFAULT_SIZES"]
+
+DEFAULT_SIZES = (1000, 10000, 100000)
+CACHE = Path(os.environ.get("BRAINMEM_CACHE", Path.home() / ".cache" / "brainmem_ros")) / "bench"
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _disk_bytes(db: Path) -> int:
+    total = 0
+    for path in db.parent.rglob("*"):
+        if path.is_file():
+            total += path.stat().st_size
+    return total
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
+
+
+def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np.ndarray,
+               config: MemoryConfig, progress: bool, cache_dir: Path) -> dict:
+    corpus = make_corpus(n)
+    vectors = cached_embeddings([c.text for c in corpus], embedder.embed, cache_dir,
+                                label=f"embedding {n:,} memories (cached after)", progress=progress,
+                                model_name=embedder.name)
+    folder = Path(tempfile.mkdtemp(prefix=f"brainmem-bench-{n}-"))
+    try:
+        rss_before = _rss_bytes()
+        memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}), embedder=embedder)
+        batch = 1000
+        ingest_s = 0.0
+        for start in tqdm(range(0, n, batch), desc=f"storing {n:,}", unit_scale=batch, disable=not progress,
+                          leave=False):
+            entries = [Entry(c.agent_id, c.zone, c.text, vectors[i], importance=0.5, created=c.created,
+                             last_access=c.created) for i, c in enumerate(corpus[start:start + batch], start)]
+            t0 = time.perf_counter()
+            memory.store_entries(entries)
+            ingest_s += time.perf_counter() - t0
+        rss_after = _rss_bytes()
+
+        zones = [Zone.EPISODIC.value]
+        exact_hits, approx_hits = 0, 0
+        for qv in query_vectors:
+            exact = {r for r, _ in memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10, exact=True)}
+            approx = {r for r, _ in memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10)}
+            exact_hits += len(exact)
+            approx_hits += len(exact & approx)
+        filtered_vector_ms = []
+        for qv in query_vectors:
+            t0 = time.perf_counter()
+            memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10)
+            filtered_vector_ms.append((time.perf_counter() - t0) * 1000)
+
+        with_embed, without_embed = [], []
+        for i, q in enumerate(tqdm(queries, desc=f"retrieving at {n:,}", disable=not progress, leave=False)):
+            request = RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False)
+            t0 = time.perf_counter()
+            memory.retrieve(request, query_vectors=query_vectors[i:i + 1])
+            without_embed.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            memory.retrieve(request)
+            with_embed.append((time.perf_counter() - t0) * 1000)
+        all_zone_ms = []
+        for i, q in enumerate(queries[:100]):
+            t0 = time.perf_counter()
+            memory.retrieve(RetrievalRequest("robot_a", q, top_k=5), query_vectors=query_vectors[i:i + 1])
+            all_zone_ms.append((time.perf_counter() - t0) * 1000)
+
+        fresh = make_corpus(2000, seed=99)
+        events = [Event("robot_c", TraceKind.OBSERVATION, c.text) for c in fresh]
+        t0 = time.perf_counter()
+        for start in range(0, len(events), 64):
+            memory.encode(events[start:start + 64])
+        memory.consolidate("robot_c")
+        ingest_embed_s = time.perf_counter() - t0
+
+        wm_events = [Event("robot_a", TraceKind.OBSERVATION, c.text) for c in make_corpus(200, seed=5)]
+        memory.encode(wm_events)
+        t0 = time.perf_counter()
+        consolidation = memory.consolidate("robot_a")
+        consolidate_s = time.perf_counter() - t0
+
+        forgetting = memory.forget(decay=True)
+        memory.close()
+        disk = _disk_bytes(folder / "memory.db")
+        return {
+            "entries": n,
+            "retrieve_p50_ms": _pct(with_embed, 50), "retrieve_p99_ms": _pct(with_embed, 99),
+            "retrieve_no_embed_p50_ms": _pct(without_embed, 50), "retrieve_no_embed_p99_ms": _pct(without_embed, 99),
+            "retrieve_all_zones_no_embed_p99_ms": _pct(all_zone_ms, 99),
+            "vector_filtered_p50_ms": _pct(filtered_vector_ms, 50), "vector_filtered_p99_ms": _pct(filtered_vector_ms, 99),
+            "recall_at_10": approx_hits / max(1, exact_hits),
+            "ingest_per_s": len(events) / ingest_embed_s,
+            "ingest_preembedded_per_s": n / ingest_s,
+            "consolidation_pass_s": consolidate_s, "consolidation_promoted": consolidation.promoted,
+            "forget_pass_s": forgetting.seconds, "forget_archived": forgetting.archived,
+            "bytes_per_entry": disk / n,
+            "resident_bytes_per_entry": max(0, rss_after - rss_before) / n,
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_path: Optional[Path] = None,
+              embedder: Optional[Embedder] = None, config: Optional[MemoryConfig] = None,
+              progress: bool = True, cache_dir: Path = CACHE) -> dict:
+    embedder = embedder or MiniLMEmbedder()
+    config = config or MemoryConfig()
+    queries = make_questions(n_queries)
+    query_vectors = cached_embeddings(queries, embedder.embed, cache_dir, label="embedding queries",
+                                      progress=progress, model_name=embedder.name)
+    report = {
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "embedder": getattr(embedder, "name", type(embedder).__name__),
+        "embedding_backend": getattr(embedder, "backend", ""),
+        "queries": n_queries, "filters": {"agent": "robot_a", "zones": ["episodic"]},
+        "config": config.flat(), "sizes": {},
+    }
+    for n in sizes:
+        report["sizes"][str(n)] = bench_size(n, embedder, queries, query_vectors, config, progress, cache_dir)
+        if progress:
+            print(format_table(report, only=[str(n)]), file=sys.stderr)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=2))
+    return report
+
+
+_COLUMNS = [
+    ("entries", "entries", "{:,.0f}"),
+    ("retrieve p50/p99 ms", ("retrieve_p50_ms", "retrieve_p99_ms"), "{:.2f}/{:.2f}"),
+    ("no-embed p50/p99 ms", ("retrieve_no_embed_p50_ms", "retrieve_no_embed_p99_ms"), "{:.2f}/{:.2f}"),
+    ("vector p99 ms", "vector_filtered_p99_ms", "{:.2f}"),
+    ("recall@10", "recall_at_10", "{:.3f}"),
+    ("ingest/s", "ingest_per_s", "{:,.0f}"),
+    ("pre-embedded/s", "ingest_preembedded_per_s", "{:,.0f}"),
+    ("consolidate s", "consolidation_pass_s", "{:.3f}"),
+    ("forget s", "forget_pass_s", "{:.3f}"),
+    ("disk B/entry", "bytes_per_entry", "{:,.0f}"),
+    ("RSS B/entry", "resident_bytes_per_entry", "{:,.0f}"),
+]
+
+
+def format_table(report: dict, only: Optional[Sequence[str]] = None) -> str:
+    header = [name for name, _, _ in _COLUMNS]
+    rows = []
+    for size, figures in report["sizes"].items():
+        if only and size not in only:
+            continue
+        row = []
+        for _, keys, fmt in _COLUMNS:
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            row.append(fmt.format(*(figures[k] for k in keys)))
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -1,0 +1,126 @@
+"""encoder_node: turns observations and action results into traces and hands them to the store.
+
+Messages queue up while the model is busy; each round embeds everything queued in one batch, so an
+idle encoder answers a single observation at once and a loaded one amortises the model call. The
+batch goes to store_node through /brainmem/ingest_traces (acknowledged, see IngestTraces.srv).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import deque
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from brainmem_ros.config import MemoryConfig
+from brainmem_ros.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.encoding import Encoder
+from brainmem_ros.errors import BrainMemError
+from brainmem_ros.extraction import Vocabulary
+from brainmem_ros.msg import ActionResult, Observation
+from brainmem_ros.nodes import conversions as cv
+from brainmem_ros.nodes.parameters import declare, declare_memory_parameters
+from brainmem_ros.nodes.runtime import run
+from brainmem_ros.srv import IngestTraces
+
+__all__ = ["EncoderNode", "main"]
+
+
+class EncoderNode(Node):
+    def __init__(self, embedder: Embedder | None = None, **kwargs):
+        super().__init__("encoder_node", **kwargs)
+        config: MemoryConfig = declare_memory_parameters(self)
+        depth = declare(self, "qos_depth", 1000, "subscription queue depth for observations and actions", 1, 100000)
+        self.max_batch = declare(self, "max_batch", 256, "most events embedded in one model call", 1, 100000)
+        self.max_queue = declare(self, "max_queue", 100000, "events held while the store is unreachable", 1, 10**7)
+        self.call_timeout_s = declare(self, "call_timeout_s", 10.0, "wait for the store's acknowledgement, seconds",
+                                      0.1, 600.0)
+        embedder = embedder or MiniLMEmbedder(config.embedding.backend, config.embedding.threads,
+                                              config.embedding.batch_size)
+        self.encoder = Encoder(embedder, Vocabulary.with_extra(config.encoding.entities, config.encoding.places),
+                               config.importance, config.encoding.max_text_chars)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        self.create_subscription(Observation, "/brainmem/observation", lambda m: self._enqueue(cv.observation_event, m), qos)
+        self.create_subscription(ActionResult, "/brainmem/action_result", lambda m: self._enqueue(cv.action_event, m), qos)
+        self.client = self.create_client(IngestTraces, "/brainmem/ingest_traces")
+        self.queue: deque = deque()
+        self.wake = threading.Condition()
+        self.ingested = 0
+        self.rejected = 0
+        self.batches = 0
+        self._stop = False
+        self.worker = threading.Thread(target=self._work, name="encoder", daemon=True)
+        self.worker.start()
+
+    def _enqueue(self, convert, msg) -> None:
+        try:
+            event = convert(msg)
+            self.encoder.validate(event)
+        except BrainMemError as exc:
+            self.rejected += 1
+            self.get_logger().warning(f"dropped a bad {type(msg).__name__}: {exc}")
+            return
+        with self.wake:
+            if len(self.queue) >= self.max_queue:
+                self.rejected += 1
+                self.get_logger().error("encoder queue full: the store is not keeping up; oldest event dropped")
+                self.queue.popleft()
+            self.queue.append(event)
+            self.wake.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self.wake:
+                while not self.queue and not self._stop:
+                    self.wake.wait(timeout=0.5)
+                if self._stop and not self.queue:
+                    return
+                batch = [self.queue.popleft() for _ in range(min(self.max_batch, len(self.queue)))]
+            try:
+                traces = self.encoder.prepare(batch)
+            except BrainMemError as exc:  # validated on arrival, so only a model failure lands here
+                self.get_logger().error(f"encoding failed, {len(batch)} events dropped: {exc}")
+                continue
+            self._hand_over(batch, traces)
+
+    def _hand_over(self, batch, traces) -> None:
+        request = IngestTraces.Request(traces=[cv.trace_to_msg(t) for t in traces])
+        while not self._stop:
+            if not self.client.wait_for_service(timeout_sec=1.0):
+                self.get_logger().warning("waiting for /brainmem/ingest_traces ...", throttle_duration_sec=10.0)
+                continue
+            done = threading.Event()
+            future = self.client.call_async(request)
+            future.add_done_callback(lambda _: done.set())
+            if not done.wait(self.call_timeout_s) or future.result() is None:
+                self.get_logger().warning("the store did not acknowledge a batch in time; retrying")
+                future.cancel()
+                continue
+            response = future.result()
+            if response.success:
+                self.ingested += len(traces)
+                self.batches += 1
+            else:
+                self.rejected += len(traces)
+                self.get_logger().error(f"the store refused {len(traces)} traces: {response.message}")
+            return
+
+    def close(self) -> None:
+        """Hand over what is still queued (bounded wait), then stop the worker."""
+        deadline = time.monotonic() + self.call_timeout_s
+        while self.queue and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._stop = True
+        with self.wake:
+            self.wake.notify_all()
+        self.worker.join(timeout=self.call_timeout_s)
+
+
+def main(args=None) -> int:
+    return run([EncoderNode], args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Spinning nodes: one executor for one or several nodes, a clean close on Ctrl-C or SIGTERM, exit 1
+on bad parameters (the message says which).
+
+The executor keeps spinning while nodes close, so a closing encoder can still hand its queue to the
+store and get the acknowledgement; nodes with a ``close()`` are closed in the order given.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Callable, Optional, Sequence
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from brainmem_ros.errors import BrainMemError
+
+__all__ = ["run", "spin_until_signal"]
+
+
+def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
+                      on_ready: Optional[Callable[[], None]] = None) -> None:
+    executor = MultiThreadedExecutor(num_threads=max(4, 2 * len(nodes)))
+    for node in nodes:
+        executor.add_node(node)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
+    spinner.start()
+    if on_ready:
+        on_ready()
+    try:
+        while not stop.wait(0.2):
+            if not spinner.is_alive():
+                break
+    finally:
+        for node in close_order or nodes:
+            closer = getattr(node, "close", None)
+            if closer:
+                try:
+                    closer()
+                except Exception as exc:  # one node failing to close must not keep the others open
+                    print(f"[ERROR] closing {node.get_name()}: {exc}", file=sys.stderr, flush=True)
+        executor.shutdown(timeout_sec=5.0)
+        for node in nodes:
+            node.destroy_node()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(node_factories: Sequence[Callable], args=None) -> int:
+    """Start the nodes (``main()`` of each node module); exit 1 with a clear message on bad parameters."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    nodes = []
+    try:
+        for factory in node_factories:
+            nodes.append(factory())
+    except BrainMemError as exc:
+        print(f"[FATAL] cannot start: {exc}", file=sys.stderr, flush=True)
+        for node in nodes:
+            getattr(node, "close", lambda: None)()
+            node.destroy_node()
+        rclpy.try_shutdown()
+        return 1
+    try:
+        spin_until_signal(nodes)
+    finally:
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,143 @@
+"""store_node: owns working and long-term memory and serves every memory service.
+
+Each service answers ``success: false`` with a message for a bad request; nothing a caller sends can
+raise through rclpy or stop the node. Working memory is snapshotted on a timer and at shutdown.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from brainmem_ros.embedding import Embedder
+from brainmem_ros.errors import BrainMemError
+from brainmem_ros.memory import BrainMemory
+from brainmem_ros.msg import Goal as GoalMsg
+from brainmem_ros.nodes import conversions as cv
+from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, reject_or_apply
+from brainmem_ros.nodes.runtime import run
+from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome, RetrieveMemory,
+                              StoreMemory, UpdateGoal)
+from brainmem_ros.trace import GoalStatus
+
+__all__ = ["StoreNode", "main"]
+
+
+class StoreNode(Node):
+    def __init__(self, embedder: Embedder | None = None, **kwargs):
+        super().__init__("store_node", **kwargs)
+        self.config = declare_memory_parameters(self)
+        depth = declare(self, "qos_depth", 100, "queue depth of the goal event topic", 1, 100000)
+        snapshot_s = declare(self, "snapshot_period_s", 5.0, "working-memory snapshot period, seconds", 0.1, 3600.0)
+        self.memory = BrainMemory(self.config, embedder=embedder)
+        self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
+        reads, writes = ReentrantCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        self.goal_events = self.create_publisher(GoalMsg, "/brainmem/goal_event", qos)
+        self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), callback_group=reads)
+        self.create_service(GetWorkingMemory, "/brainmem/get_working_memory", self._guard(self.on_get_working),
+                            callback_group=reads)
+        for srv, name, handler in [
+            (StoreMemory, "/brainmem/store_memory", self.on_store),
+            (IngestTraces, "/brainmem/ingest_traces", self.on_ingest),
+            (Consolidate, "/brainmem/consolidate", self.on_consolidate),
+            (Forget, "/brainmem/forget", self.on_forget),
+            (UpdateGoal, "/brainmem/update_goal", self.on_update_goal),
+            (ReportOutcome, "/brainmem/report_outcome", self.on_report_outcome),
+        ]:
+            self.create_service(srv, name, self._guard(handler), callback_group=writes)
+        self.create_timer(snapshot_s, self._snapshot, callback_group=writes)
+        self.get_logger().info(f"memory store {self.memory.store.path} with {len(self.memory.store)} long-term "
+                               f"memories, embedder {self.memory.embedder.name}")
+
+    def _apply(self, config) -> None:
+        self.config = config
+        self.memory.config = config
+        self.memory.retriever.config = config
+
+    def _guard(self, handler):
+        """Every service answer carries success + message; no exception escapes into rclpy."""
+        def call(request, response):
+            try:
+                handler(request, response)
+                response.success, response.message = True, ""
+            except BrainMemError as exc:
+                response.success, response.message = False, str(exc)
+                self.get_logger().warning(f"{handler.__name__}: refused: {exc}")
+            except Exception as exc:
+                response.success, response.message = False, f"internal error: {type(exc).__name__}: {exc}"
+                self.get_logger().error(f"{handler.__name__} failed:\n{traceback.format_exc()}")
+            return response
+        return call
+
+    # -- services -------------------------------------------------------------------------------
+    def on_retrieve(self, request, response):
+        result = self.memory.retrieve(cv.retrieval_request(request))
+        response.memories = [cv.entry_to_msg(r.entry, r) for r in result.recalls]
+        response.memory_prompt = result.prompt
+        response.warnings = result.warnings
+
+    def on_store(self, request, response):
+        response.ids = self.memory.store_entries([cv.entry_from_msg(m) for m in request.entries])
+
+    def on_ingest(self, request, response):
+        traces = [cv.trace_from_msg(m) for m in request.traces]
+        response.ids = [t.id for t in self.memory.ingest(traces)]
+
+    def on_consolidate(self, request, response):
+        report = self.memory.consolidate(request.agent_id, goal_id=request.goal_id)
+        response.promoted, response.facts, response.superseded = report.promoted, report.facts, report.superseded
+        response.procedures, response.warnings = report.procedures, report.warnings
+        self.get_logger().info(f"consolidated ({request.reason or 'manual'}): {report}")
+
+    def on_forget(self, request, response):
+        report = self.memory.forget(request.agent_id, request.decay, list(request.ids), list(request.entities))
+        response.decayed, response.archived = report.decayed, report.archived
+        response.deleted, response.evicted = report.deleted, report.evicted
+
+    def on_update_goal(self, request, response):
+        op, g = request.operation, request.goal
+        if op == UpdateGoal.Request.OP_PUSH:
+            goal = self.memory.push_goal(g.agent_id, g.description, g.temporary, g.id, g.parent_id)
+        elif op in (UpdateGoal.Request.OP_COMPLETE, UpdateGoal.Request.OP_FAIL, UpdateGoal.Request.OP_POP):
+            status = {UpdateGoal.Request.OP_COMPLETE: GoalStatus.COMPLETED,
+                      UpdateGoal.Request.OP_FAIL: GoalStatus.FAILED}.get(op)
+            goal, _ = self.memory.finish_goal(g.agent_id, g.id, status, consolidate=False)
+        else:
+            raise BrainMemError(f"unknown goal operation {op}; use OP_PUSH, OP_COMPLETE, OP_FAIL or OP_POP")
+        response.goal = cv.goal_to_msg(goal)
+        response.stack = [cv.goal_to_msg(x) for x in self.memory.working_memory(g.agent_id).stack]
+        self.goal_events.publish(response.goal)
+
+    def on_report_outcome(self, request, response):
+        response.updated, response.warning_id = self.memory.report_outcome(
+            request.agent_id, request.success, request.detail, request.action, request.goal_id, list(request.entities))
+
+    def on_get_working(self, request, response):
+        wm = self.memory.working_memory(request.agent_id)
+        with self.memory.working.lock:
+            response.task_stack = [cv.goal_to_msg(g) for g in wm.stack]
+            response.temporary_goals = [cv.goal_to_msg(g) for g in wm.temporary_goals()]
+            response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]
+            response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
+            response.traces = [cv.entry_to_msg(cv.trace_as_entry(t)) for t in reversed(wm.traces)]
+
+    def _snapshot(self) -> None:
+        try:
+            self.memory.working.save()
+        except OSError as exc:
+            self.get_logger().error(f"working-memory snapshot failed: {exc}")
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+def main(args=None) -> int:
+    return run([StoreNode], args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
