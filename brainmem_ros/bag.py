@@ -116,8 +116,12 @@ def read_bag(path: Path, topics: Optional[Sequence[str]] = None):
 
 
 def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] = None,
-           wait_subscribers_s: float = 10.0, qos_depth: int = 1000) -> ReplayReport:
-    """Publish a bag's messages from ``node`` (a spinning rclpy node); bounded waits only."""
+           wait_subscribers_s: float = 10.0, qos_depth: int = 1000, restamp: bool = False) -> ReplayReport:
+    """Publish a bag's messages from ``node``; bounded waits only.
+
+    ``restamp`` shifts every header stamp by the same offset so the run starts now (the memory then
+    sees a recent run); without it the memory sees the recorded times, as a replayed study should.
+    """
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     if rate < 0:
@@ -137,8 +141,12 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
             deadline = time.monotonic() + wait_subscribers_s
             while publishers[topic].get_subscription_count() < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
+        first_stamp = stamp if first_stamp is None else first_stamp
+        if restamp and hasattr(msg, "header"):
+            shifted = time.time_ns() - int((time.monotonic() - start_wall) * 1e9) + (
+                msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - first_stamp)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(shifted, 1_000_000_000)
         if rate > 0:
-            first_stamp = stamp if first_stamp is None else first_stamp
             due = start_wall + (stamp - first_stamp) / 1e9 / rate
             delay = due - time.monotonic()
             if delay > 0:

@@ -47,7 +47,7 @@ class StoreSection:
 class EmbeddingSection:
     backend: str = p("onnx", "onnx (ONNX Runtime, fastest on CPU) or torch (sentence-transformers)", choices=("onnx", "torch"))
     threads: int = p(0, "CPU threads for the embedding model; 0 means up to 4", 0, 64)
-    batch_size: int = p(64, "texts per forward pass when encoding many traces", 1, 1024)
+    batch_size: int = p(16, "texts per forward pass; a larger batch is split into length-sorted passes of this size", 1, 1024)
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,9 @@ class RetrievalSection:
     min_relevance: float = p(0.3, "candidates less relevant than this are dropped however important", 0.0, 1.0)
     vector_candidates: int = p(30, "candidates from vector recall", 1, 10000)
     lexical_candidates: int = p(15, "candidates from lexical (FTS5) recall", 0, 10000)
-    lexical_max_df: float = p(0.02, "lexical recall uses only query words found in at most this share of memories (rare words; common ones are vector recall's job)", 0.0, 1.0)
+    lexical_max_df: float = p(0.005, "lexical recall uses only query words found in at most this share of memories (rare words; common ones are vector recall's job)", 0.0, 1.0)
     graph_hops: int = p(2, "entity-graph hops from the query's and context's entities", 0, 2)
-    graph_fanout: int = p(8, "entities followed per hop (most recently related first)", 1, 1000)
+    graph_fanout: int = p(6, "entities followed per hop (most recently related first)", 1, 1000)
     graph_per_entity: int = p(4, "memories taken per entity reached (most recent first)", 1, 1000)
     graph_candidates: int = p(20, "candidates from graph recall", 0, 10000)
     temporal_actions: int = p(5, "recent actions from working memory offered to temporal recall", 0, 1000)

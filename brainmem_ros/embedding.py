@@ -56,7 +56,7 @@ class MiniLMEmbedder:
     dim = EMBEDDING_DIM
     name = "all-MiniLM-L6-v2"
 
-    def __init__(self, backend: str = "onnx", threads: int = 0, batch_size: int = 64,
+    def __init__(self, backend: str = "onnx", threads: int = 0, batch_size: int = 16,
                  folder: Path | None = None, cache_dir: Path | None = None, max_tokens: int = 128):
         if backend not in ("onnx", "torch"):
             raise EmbedderUnavailable(f"unknown embedding backend {backend!r} (use onnx or torch)")

@@ -196,8 +196,11 @@ class Retriever:
                 candidates[("lt", rowid)] = _Candidate(entry, dict(evidence), rowid)
             clock.lap("fetch")
 
+        # Temporal recall (recent actions) belongs to working memory: skipped when the caller named
+        # zones without it.
+        temporal = not req.zones or Zone.WORKING.value in req.zones
         if working is not None:
-            self._working(working, q, req, use_working, candidates, now)
+            self._working(working, q, req, use_working, temporal, candidates, now)
         clock.lap("working")
 
         ranked = self._rank(candidates, q, ctx_vec, working, req, top_k, now)
@@ -241,9 +244,9 @@ class Retriever:
                                                        include_superseded, cfg.graph_per_entity):
             lt(rowid, "graph", ROUTE_GRAPH_WEIGHT[min(hop_of[entity], 2)])
 
-    def _working(self, working: AgentWorkingMemory, q, req, use_working, candidates, now) -> None:
+    def _working(self, working: AgentWorkingMemory, q, req, use_working, temporal, candidates, now) -> None:
         cfg = self.config.retrieval
-        if cfg.temporal_actions:
+        if temporal and cfg.temporal_actions:
             recent = list(working.actions)[-cfg.temporal_actions:]
             for age, trace in enumerate(reversed(recent)):
                 if self._in_time_trace(trace, req):

