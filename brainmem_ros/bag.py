@@ -101,9 +101,13 @@ def read_bag(path: Path, topics: Optional[Sequence[str]] = None):
         wanted = [c for c in reader.connections
                   if c.topic in (topics or REPLAY_TOPICS) and c.msgtype == REPLAY_TOPICS.get(c.topic, c.msgtype)]
         types = {c.id: _ros_type(c.msgtype) for c in wanted}
+        typestore = package_typestore()
         try:
             for connection, stamp, raw in reader.messages(connections=wanted):
                 try:
+                    # rclpy's C deserializer trusts its input (garbage can crash the process), so each
+                    # message is first decoded by rosbags' pure-Python CDR reader, which raises instead.
+                    typestore.deserialize_cdr(bytes(raw), connection.msgtype)
                     yield connection.topic, stamp, deserialize_message(bytes(raw), types[connection.id])
                 except Exception as exc:
                     yield connection.topic, stamp, BagError(f"message at {stamp} on {connection.topic} is malformed: {exc}")

@@ -117,6 +117,17 @@ class Retriever:
         self.embedder = embedder
         self.vocabulary = vocabulary
         self._pattern = vocabulary.pattern()
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embed with a small cache: a planner asks with the same context (its goal) again and again."""
+        missing = [t for t in texts if t not in self._cache]
+        if missing:
+            for text, vector in zip(missing, self.embedder.embed(missing)):
+                self._cache[text] = vector
+            while len(self._cache) > 512:
+                self._cache.pop(next(iter(self._cache)))
+        return np.stack([self._cache[t] for t in texts])
 
     # -- validation ----------------------------------------------------------------------------
     def validate(self, req: RetrievalRequest) -> tuple[list[Zone], bool, int]:
@@ -154,8 +165,7 @@ class Retriever:
         if not req.context and working is not None and working.active_goal() is not None:
             req = dataclasses.replace(req, context=working.active_goal().description)
         if query_vectors is None:
-            texts = [req.query] + ([req.context] if req.context else [])
-            query_vectors = self.embedder.embed(texts)
+            query_vectors = self._embed([req.query] + ([req.context] if req.context else []))
         q = query_vectors[0]
         ctx_vec = query_vectors[1] if len(query_vectors) > 1 else None
         clock.lap("embed")
