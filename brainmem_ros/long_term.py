@@ -156,6 +156,8 @@ class LongTermStore:
             rows = self._conn.execute(
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding FROM entries ORDER BY rowid"
             ).fetchall()
+        with self._lock:
+            self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
         grouped: dict[tuple[str, str], list] = defaultdict(list)
         for row in rows:
             grouped[(_owner(row[1], bool(row[2])), row[3])].append(row)
@@ -193,13 +195,16 @@ class LongTermStore:
                      np.stack([e.embedding for _, e in group]).astype(np.float32),
                      np.array([e.created for _, e in group], dtype=np.float64),
                      np.array([e.superseded for _, e in group], dtype=bool))
-            for rowid, _ in group:
+            for rowid, entry in group:
                 self._where[rowid] = key
+                if entry.warning:
+                    self._warning_rowids.add(rowid)
         self._note_changes(len(rows))
 
     def _index_remove(self, rowids: Iterable[int]) -> None:
         touched = set()
         for rowid in rowids:
+            self._warning_rowids.discard(rowid)
             key = self._where.pop(rowid, None)
             if key and self._partitions[key].remove(rowid):
                 touched.add(key)
@@ -510,20 +515,16 @@ class LongTermStore:
         """Entities one hop away through current location facts (either direction), most recent first."""
         if not entities:
             return []
-        sql = ("SELECT object FROM relations WHERE subject = ? AND valid_to IS NULL AND zone = 'semantic'"
-               " AND predicate = 'location' AND (agent_id = ? OR shared = 1) ORDER BY id DESC LIMIT ?")
-        sql_in = ("SELECT subject FROM relations WHERE object = ? AND valid_to IS NULL AND zone = 'semantic'"
-                  " AND predicate = 'location' AND (agent_id = ? OR shared = 1) ORDER BY id DESC LIMIT ?")
+        marks = ",".join("?" * len(entities))
+        sql = (f"SELECT object, id FROM relations WHERE subject IN ({marks}) AND valid_to IS NULL AND zone = 'semantic'"
+               f" AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
+               f" UNION ALL SELECT subject, id FROM relations WHERE object IN ({marks}) AND valid_to IS NULL"
+               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
+               f" ORDER BY id DESC LIMIT ?")
         skip = set(entities) | set(exclude)
-        found: list[str] = []
         with self._lock:
-            for name in entities:
-                for query in (sql, sql_in):
-                    for (other,) in self._conn.execute(query, (name, agent_id, fanout)):
-                        if other not in skip and other not in found:
-                            found.append(other)
-                if len(found) >= fanout:
-                    break
+            rows = self._conn.execute(sql, [*entities, agent_id, *entities, agent_id, 4 * fanout + len(skip)]).fetchall()
+        found = list(dict.fromkeys(name for name, _ in rows if name not in skip))
         return found[:fanout]
 
     def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, radius: float,
@@ -615,9 +616,10 @@ class LongTermStore:
             superseded=bool(superseded), warning=bool(warning), strength=strength, goal_key=goal_key)
 
     def warnings(self, agent_id: str) -> list[Entry]:
+        """Remembered failures the agent may see. Their rowids are kept in memory (few, read on every
+        retrieval), so this costs one indexed fetch, not a scan."""
         with self._lock:
-            rowids = [r[0] for r in self._conn.execute(
-                "SELECT rowid FROM entries WHERE warning = 1 AND (agent_id = ? OR shared = 1)", (agent_id,))]
+            rowids = [r for r in self._warning_rowids if self._where.get(r, ("", ""))[0] in (agent_id, SHARED_OWNER)]
         return list(self.entries_by_rowid(rowids).values())
 
     def procedure_for(self, agent_id: str, goal_key: str) -> Optional[Entry]:

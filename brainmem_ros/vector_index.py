@@ -177,7 +177,7 @@ class Partition:
             sims[~allowed] = -np.inf
             top = _top(sims, min(k, n_allowed))
             return self._rowids[top], sims[top]
-        fetch = min(n, max(2 * k, k + 16))
+        fetch = min(n, 3 * k + 16)  # room for rows the filters drop, so one graph walk is usually enough
         while True:
             sims, labels = self.hnsw.search(query.reshape(1, -1), fetch)
             labels, sims = labels[0], sims[0]
