@@ -52,6 +52,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     print(format_table(report))
     if args.json:
         print(f"report: {args.json}")
+    if args.plot:
+        from brainmem_ros.bench.plot import plot_report
+
+        print(f"plot: {plot_report(report, args.plot)}")
     return 0
 
 
@@ -137,6 +141,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     bench.add_argument("--sizes", type=_sizes, default=None, help="comma-separated store sizes (default 1k,10k,100k)")
     bench.add_argument("--queries", type=int, default=200, help="retrieval calls measured per size")
     bench.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the full report here")
+    bench.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw latency and ingest against size")
     bench.add_argument("--config", type=Path, default=None, help="parameter file (default: built-in defaults)")
     bench.add_argument("--backend", choices=("onnx", "torch"), default=None, help="embedding backend")
     bench.add_argument("--quiet", action="store_true", help="no progress bars")
