@@ -12,7 +12,6 @@ disk (``synchronous=FULL`` survives a power cut, ``NORMAL`` a process crash).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import sqlite3

@@ -1,6 +1,5 @@
 """Recorded runs as real rosbag2 files: written with rosbags (the package's own .msg definitions
 registered), read back, and malformed or truncated bags refused with a clear error."""
-import shutil
 
 import pytest
 

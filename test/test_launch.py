@@ -14,8 +14,8 @@ import pytest
 launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed (no ROS 2 launch stack)")
 launch = pytest.importorskip("launch")
 launch_ros = pytest.importorskip("launch_ros")
+launch_testing_actions = pytest.importorskip("launch_testing.actions")
 
-import launch_testing.actions  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -29,7 +29,7 @@ def generate_test_description():
         PythonLaunchDescriptionSource(os.path.join(get_package_share_directory("brainmem_ros"), "launch",
                                                    "memory.launch.py")),
         launch_arguments={"store": STORE}.items())
-    return launch.LaunchDescription([memory, launch_testing.actions.ReadyToTest()])
+    return launch.LaunchDescription([memory, launch_testing_actions.ReadyToTest()])
 
 
 class TestRetrieveMemory(unittest.TestCase):

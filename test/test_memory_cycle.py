@@ -2,7 +2,6 @@
 consolidation, supersession in answers, procedures, warnings, forgetting, bad requests."""
 import time
 
-import numpy as np
 import pytest
 
 from brainmem_ros.errors import InvalidRequest
@@ -46,7 +45,7 @@ def test_newer_fact_supersedes_older_in_the_answer(make_memory, hashing):
 
 def test_repeated_successes_merge_into_one_stronger_procedure(make_memory, hashing):
     memory = make_memory(hashing)
-    for attempt in range(3):
+    for _ in range(3):
         goal = memory.push_goal("a", "make coffee")
         for step in ["fill the kettle", "turn on the kettle", "pour the water into the mug"]:
             memory.act("a", step, True, "Done.")

@@ -1,7 +1,6 @@
 """Messages <-> core types. The only place that knows both worlds' field names."""
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
@@ -12,7 +11,7 @@ from brainmem_ros.encoding import Event
 from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.msg import ActionResult, EntityState, Goal as GoalMsg, MemoryEntry, Observation, Relation as RelationMsg
 from brainmem_ros.msg import Trace as TraceMsg
-from brainmem_ros.retrieval import RetrievalRequest, trace_as_entry
+from brainmem_ros.retrieval import RetrievalRequest
 from brainmem_ros.trace import Entry, Goal, GoalStatus, Position, Recall, Relation, Trace, TraceKind, Zone
 
 _KIND_TO_MSG = {TraceKind.OBSERVATION: TraceMsg.KIND_OBSERVATION, TraceKind.ACTION: TraceMsg.KIND_ACTION,
@@ -78,6 +77,11 @@ def trace_from_msg(msg: TraceMsg) -> Trace:
                  success=bool(msg.success) if msg.has_success else None, action=msg.action, goal_id=msg.goal_id)
 
 
+def _or_default(value: float, default: float) -> float:
+    """A message's 0.0 means "not set"; anything else (NaN included) is passed on to be validated."""
+    return default if value == 0.0 else float(value)
+
+
 def entry_from_msg(msg: MemoryEntry) -> Entry:
     try:
         zone = Zone(msg.zone)
@@ -87,9 +91,9 @@ def entry_from_msg(msg: MemoryEntry) -> Entry:
     created = from_time(msg.created)
     return Entry(agent_id=msg.agent_id, zone=zone, content=msg.content, embedding=embedding,
                  entities=list(msg.entities), relations=[Relation(r.subject, r.predicate, r.object) for r in msg.relations],
-                 importance=float(msg.importance) if msg.importance > 0 or math.isnan(msg.importance) else 0.5,
+                 importance=_or_default(msg.importance, 0.5),
                  created=created, last_access=from_time(msg.last_access) or created,
-                 source=msg.source or "user", confidence=float(msg.confidence) if msg.confidence > 0 or math.isnan(msg.confidence) else 1.0,
+                 source=msg.source or "user", confidence=_or_default(msg.confidence, 1.0),
                  location=msg.location, position=_position(msg.position, msg.has_position), shared=msg.shared,
                  warning=msg.warning)
 

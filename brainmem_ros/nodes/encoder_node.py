@@ -93,7 +93,7 @@ class EncoderNode(Node):
                 continue
             done = threading.Event()
             future = self.client.call_async(request)
-            future.add_done_callback(lambda _: done.set())
+            future.add_done_callback(lambda _, done=done: done.set())
             if not done.wait(self.call_timeout_s) or future.result() is None:
                 self.get_logger().warning("the store did not acknowledge a batch in time; retrying")
                 future.cancel()

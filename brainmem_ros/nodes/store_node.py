@@ -19,6 +19,7 @@ from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, reject_or_apply
 from brainmem_ros.nodes.runtime import run
+from brainmem_ros.retrieval import trace_as_entry
 from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome, RetrieveMemory,
                               StoreMemory, UpdateGoal)
 from brainmem_ros.trace import GoalStatus
@@ -123,7 +124,7 @@ class StoreNode(Node):
             response.temporary_goals = [cv.goal_to_msg(g) for g in wm.temporary_goals()]
             response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]
             response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
-            response.traces = [cv.entry_to_msg(cv.trace_as_entry(t)) for t in reversed(wm.traces)]
+            response.traces = [cv.entry_to_msg(trace_as_entry(t)) for t in reversed(wm.traces)]
 
     def _snapshot(self) -> None:
         try:
