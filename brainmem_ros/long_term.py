@@ -34,6 +34,7 @@ __all__ = ["LongTermStore", "SHARED_OWNER"]
 log = logging.getLogger("brainmem_ros.long_term")
 SCHEMA_VERSION = 1
 SHARED_OWNER = "\x00shared"
+_GRAPH_SCAN = 48  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
 
@@ -496,8 +497,11 @@ class LongTermStore:
         if not entities or limit <= 0:
             return []
         per_entity = per_entity or limit
-        sql = (f"SELECT ee.entry, ee.entity FROM entry_entities ee JOIN entries e ON e.rowid = ee.entry"
-               f" WHERE ee.entity = ? AND (e.agent_id = ? OR e.shared = 1)"
+        # Only the entity's most recent mentions are looked at, so a name that fills thousands of
+        # memories (mostly another agent's, or superseded) costs a bounded scan.
+        sql = (f"SELECT ee.entry, ee.entity FROM (SELECT entry, entity FROM entry_entities WHERE entity = ?"
+               f" ORDER BY entry DESC LIMIT {_GRAPH_SCAN}) ee JOIN entries e ON e.rowid = ee.entry"
+               f" WHERE (e.agent_id = ? OR e.shared = 1)"
                f" AND e.zone IN ({','.join('?' * len(zones))})"
                f"{'' if include_superseded else ' AND e.superseded = 0'}"
                f" ORDER BY ee.entry DESC LIMIT ?")
