@@ -56,6 +56,9 @@ class LongTermStore:
         self._partitions: dict[tuple[str, str], Partition] = {}
         self._where: dict[int, tuple[str, str]] = {}
         self._pending_access: dict[int, tuple[float, float]] = {}
+        # rowid -> [importance, last_access, created, confidence]: what reranking needs, kept in RAM
+        # so a retrieval reads SQLite only for the few memories it returns.
+        self._scoring: dict[int, list[float]] = {}
         self._changes_since_save = 0
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
@@ -154,8 +157,9 @@ class LongTermStore:
     def _load_partitions(self) -> None:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding FROM entries ORDER BY rowid"
-            ).fetchall()
+                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
+                " confidence FROM entries ORDER BY rowid").fetchall()
+            self._scoring = {r[0]: [r[7], r[8], r[4], 1.0 if r[9] is None else r[9]] for r in rows}
         with self._lock:
             self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
         grouped: dict[tuple[str, str], list] = defaultdict(list)
@@ -197,6 +201,7 @@ class LongTermStore:
                      np.array([e.superseded for _, e in group], dtype=bool))
             for rowid, entry in group:
                 self._where[rowid] = key
+                self._scoring[rowid] = [float(entry.importance), entry.last_access, entry.created, float(entry.confidence)]
                 if entry.warning:
                     self._warning_rowids.add(rowid)
         self._note_changes(len(rows))
@@ -205,6 +210,7 @@ class LongTermStore:
         touched = set()
         for rowid in rowids:
             self._warning_rowids.discard(rowid)
+            self._scoring.pop(rowid, None)
             key = self._where.pop(rowid, None)
             if key and self._partitions[key].remove(rowid):
                 touched.add(key)
@@ -326,6 +332,11 @@ class LongTermStore:
             if embedding is not None:
                 conn.execute("UPDATE entries SET embedding = ? WHERE rowid = ?",
                              (np.asarray(embedding, dtype=np.float32).tobytes(), row[0]))
+        scoring = self._scoring.get(row[0])
+        if scoring is not None:
+            scoring[0], scoring[1] = float(np.clip(importance, 0, 1)), time.time()
+            if confidence is not None:
+                scoring[3] = float(confidence)
         if embedding is not None:
             key = self._where.get(row[0])
             part = self._partitions.get(key) if key else None
@@ -333,10 +344,17 @@ class LongTermStore:
                 part._vectors[part.position[row[0]]] = embedding
 
     def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
+        if not entry_ids:
+            return 0
         with self._transaction() as conn:
             now = time.time()
             cur = conn.executemany("UPDATE entries SET importance = ?, last_access = ? WHERE id = ?",
                                    [(float(np.clip(v, 0, 1)), now, i) for i, v in zip(entry_ids, importance)])
+            changed = dict(zip(entry_ids, importance))
+            for rowid, entry_id in conn.execute(
+                    f"SELECT rowid, id FROM entries WHERE id IN ({','.join('?' * len(changed))})", list(changed)):
+                if rowid in self._scoring:
+                    self._scoring[rowid][0], self._scoring[rowid][1] = float(np.clip(changed[entry_id], 0, 1)), now
             return cur.rowcount
 
     def record_access(self, rowids: Sequence[int], importance: Sequence[float], now: float) -> None:
@@ -345,6 +363,9 @@ class LongTermStore:
             for rowid, value in zip(rowids, importance):
                 count, _ = self._pending_access.get(rowid, (0, 0.0))
                 self._pending_access[rowid] = (count + 1, float(value))
+                scoring = self._scoring.get(rowid)
+                if scoring is not None:
+                    scoring[0], scoring[1] = float(value), now
             self._access_time = now
 
     def _flush_access_locked(self) -> None:
@@ -555,6 +576,15 @@ class LongTermStore:
                f" AND r.zone = 'semantic'")
         with self._lock:
             return {(s, p): (o, i) for s, p, o, i in self._conn.execute(sql, [agent_id, *subjects])}
+
+    def scoring_inputs(self, rowids: Sequence[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """For live rowids: (rowids, vectors, [importance, last_access, created, confidence] rows)."""
+        with self._lock:
+            live = [r for r in rowids if r in self._scoring]
+            if not live:
+                return [], np.zeros((0, self.dim), dtype=np.float32), np.zeros((0, 4))
+            vectors = np.stack([self._partitions[self._where[r]].vector(r) for r in live])
+            return live, vectors, np.array([self._scoring[r] for r in live], dtype=np.float64)
 
     def entries_by_rowid(self, rowids: Sequence[int]) -> dict[int, Entry]:
         if not rowids:

@@ -75,9 +75,19 @@ class RetrievalResult:
 
 @dataclass
 class _Candidate:
-    entry: Entry
+    """One memory under consideration. Long-term ones carry only what scoring needs (from RAM);
+    their entry is read from SQLite only if they make it to the final list."""
+
+    entry: Optional[Entry]
     evidence: dict = field(default_factory=dict)
     rowid: Optional[int] = None
+    vector: Optional[np.ndarray] = None
+    scoring: tuple = ()  # importance, last_access, created, confidence
+
+    @classmethod
+    def of_entry(cls, entry: Entry) -> "_Candidate":
+        return cls(entry, {}, None, np.asarray(entry.embedding, dtype=np.float32),
+                   (entry.importance, entry.last_access, entry.created, entry.confidence))
 
     def add(self, route: str, value: float) -> None:
         self.evidence[route] = max(self.evidence.get(route, 0.0), float(value))
@@ -198,12 +208,12 @@ class Retriever:
                 for rowid, d in self.store.spatial_search(agent, zones, req.position, req.radius,
                                                           cfg.vector_candidates, req.include_superseded):
                     lt(rowid, "spatial", 0.45 + 0.45 * (1.0 - d / req.radius))
-            entries = self.store.entries_by_rowid(list(long_term))
-            for rowid, evidence in long_term.items():
-                entry = entries.get(rowid)
-                if entry is None or not self._in_time(entry, req):
+            rowids, vectors, scoring = self.store.scoring_inputs(list(long_term))
+            for rowid, vector, values in zip(rowids, vectors, scoring):
+                created = values[2]
+                if (req.since and created < req.since) or (req.until and created > req.until):
                     continue
-                candidates[("lt", rowid)] = _Candidate(entry, dict(evidence), rowid)
+                candidates[("lt", rowid)] = _Candidate(None, dict(long_term[rowid]), rowid, vector, tuple(values))
             clock.lap("fetch")
 
         # Temporal recall (recent actions) belongs to working memory: skipped when the caller named
@@ -227,9 +237,6 @@ class Retriever:
         prompt = render(recalls, warnings, self.task_state(working), now, cfg.language)
         clock.lap("format")
         return RetrievalResult(recalls, prompt, warnings, clock.laps)
-
-    def _in_time(self, entry: Entry, req: RetrievalRequest) -> bool:
-        return not (req.since and entry.created < req.since) and not (req.until and entry.created > req.until)
 
     def _graph(self, agent, zones, query_entities, context_entities, include_superseded, lt) -> None:
         cfg = self.config.retrieval
@@ -260,7 +267,7 @@ class Retriever:
             recent = list(working.actions)[-cfg.temporal_actions:]
             for age, trace in enumerate(reversed(recent)):
                 if self._in_time_trace(trace, req):
-                    cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                    cand = candidates.setdefault(("wm", trace.id), _Candidate.of_entry(trace_as_entry(trace)))
                     cand.add("temporal", 0.3 + 0.3 * math.exp(-age / 3.0))
         if not use_working or not working.traces:
             return
@@ -271,21 +278,21 @@ class Retriever:
         sims = matrix @ q
         for index in np.argsort(-sims)[: cfg.vector_candidates]:
             trace = traces[int(index)]
-            cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+            cand = candidates.setdefault(("wm", trace.id), _Candidate.of_entry(trace_as_entry(trace)))
             cand.add("working", float(sims[index]))
         terms = set(_terms(req.query))
         if terms:
             for trace in traces:
                 hit = terms & set(_terms(trace.text))
                 if hit:
-                    cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                    cand = candidates.setdefault(("wm", trace.id), _Candidate.of_entry(trace_as_entry(trace)))
                     cand.add("lexical", 0.35 + 0.45 * len(hit) / len(terms))
         if req.position is not None:
             for trace in traces:
                 if trace.position is not None:
                     d = math.dist(trace.position, req.position)
                     if d <= req.radius:
-                        cand = candidates.setdefault(("wm", trace.id), _Candidate(trace_as_entry(trace)))
+                        cand = candidates.setdefault(("wm", trace.id), _Candidate.of_entry(trace_as_entry(trace)))
                         cand.add("spatial", 0.45 + 0.45 * (1.0 - d / req.radius))
 
     @staticmethod
@@ -313,48 +320,56 @@ class Retriever:
         if not candidates:
             return []
         cfg = self.config.retrieval
-        tau = self.config.forgetting.decay_tau_s
-        cands = [c for c in candidates.values()
-                 if req.include_superseded or not self._contradicted(c.entry, working)]
-        if not cands:
-            return []
-        matrix = np.stack([np.asarray(c.entry.embedding, dtype=np.float32) for c in cands])
+        cands = list(candidates.values())
+        matrix = np.stack([c.vector for c in cands])
+        values = np.array([c.scoring for c in cands], dtype=np.float64)
         sims = matrix @ q
         ctx_sims = matrix @ ctx_vec if ctx_vec is not None else np.zeros(len(cands), dtype=np.float32)
-        imp = decayed_importance(np.array([c.entry.importance for c in cands]),
-                                 np.array([c.entry.last_access for c in cands]), now, tau)
-        age = np.maximum(0.0, now - np.array([c.entry.created for c in cands]))
-        recency = np.exp(-age / cfg.recency_tau_s)
-        conf = np.array([c.entry.confidence for c in cands])
+        imp = decayed_importance(values[:, 0], values[:, 1], now, self.config.forgetting.decay_tau_s)
+        recency = np.exp(-np.maximum(0.0, now - values[:, 2]) / cfg.recency_tau_s)
         relevance = np.empty(len(cands))
         for i, c in enumerate(cands):
             sim = max(float(sims[i]), 0.8 * float(ctx_sims[i]))
             ev = dict(c.evidence)
-            if "vector" in ev or "working" in ev:
-                for k in ("vector", "working"):
-                    if k in ev:
-                        ev[k] = sim
+            for k in ("vector", "working"):
+                if k in ev:
+                    ev[k] = sim
             for k in ("graph", "lexical", "temporal", "spatial"):
                 if k in ev:
                     ev[k] = ev[k] + 0.25 * max(0.0, sim) * (1.0 - ev[k])
             relevance[i] = min(1.0, max(max(ev.values()), sim) + cfg.multi_route_bonus * (len(ev) - 1))
         weights = np.array([cfg.w_relevance, cfg.w_importance, cfg.w_recency, cfg.w_confidence])
         weights = weights / weights.sum()
-        score = weights[0] * relevance + weights[1] * imp + weights[2] * recency + weights[3] * conf
+        score = weights[0] * relevance + weights[1] * imp + weights[2] * recency + weights[3] * values[:, 3]
         keep = relevance >= cfg.min_relevance
         if req.min_score:
             keep &= score >= req.min_score
-        order = [i for i in np.argsort(-score) if keep[i]]
+        order = [int(i) for i in np.argsort(-score) if keep[i]]
+
         chosen: list[int] = []
         seen_text = set()
-        for i in order:
-            text = re.sub(r"\W+", " ", cands[i].entry.content.lower()).strip()
-            if text in seen_text:
-                continue
-            if chosen and float(np.max(matrix[chosen] @ matrix[i])) >= cfg.duplicate_similarity:
-                continue
-            chosen.append(i)
-            seen_text.add(text)
+        step = max(2 * top_k, 8)
+        for start in range(0, len(order), step):
+            window = order[start:start + step]
+            missing = [cands[i].rowid for i in window if cands[i].entry is None]
+            if missing:
+                fetched = self.store.entries_by_rowid(missing)
+                for i in window:
+                    if cands[i].entry is None:
+                        cands[i].entry = fetched.get(cands[i].rowid)
+            for i in window:
+                entry = cands[i].entry
+                if entry is None or (not req.include_superseded and self._contradicted(entry, working)):
+                    continue
+                text = re.sub(r"\W+", " ", entry.content.lower()).strip()
+                if text in seen_text:
+                    continue
+                if chosen and float(np.max(matrix[chosen] @ matrix[i])) >= cfg.duplicate_similarity:
+                    continue
+                chosen.append(i)
+                seen_text.add(text)
+                if len(chosen) == top_k:
+                    break
             if len(chosen) == top_k:
                 break
         return [(Recall(cands[i].entry, float(score[i]), float(relevance[i]), sorted(cands[i].evidence),

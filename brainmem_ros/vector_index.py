@@ -25,7 +25,7 @@ class IndexSettings:
     exact_below: int = 20000
     hnsw_m: int = 24
     hnsw_ef_construction: int = 48
-    hnsw_ef_search: int = 128
+    hnsw_ef_search: int = 160
 
 
 class Partition:
@@ -177,17 +177,17 @@ class Partition:
             sims[~allowed] = -np.inf
             top = _top(sims, min(k, n_allowed))
             return self._rowids[top], sims[top]
-        fetch = min(n, 3 * k + 16)  # room for rows the filters drop, so one graph walk is usually enough
-        while True:
-            sims, labels = self.hnsw.search(query.reshape(1, -1), fetch)
-            labels, sims = labels[0], sims[0]
-            valid = labels >= 0
-            labels, sims = labels[valid], sims[valid]
-            ok = allowed[labels]
-            if np.count_nonzero(ok) >= k or fetch >= n:
-                labels, sims = labels[ok][:k], sims[ok][:k]
-                return self._rowids[labels], sims.astype(np.float32)
-            fetch = min(n, fetch * 4)
+        # The graph walk itself skips filtered rows (FAISS selector over a bitmap of allowed rows), so
+        # many superseded facts cannot starve the result and no second walk is needed.
+        bits = np.packbits(allowed, bitorder="little")
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = max(self.settings.hnsw_ef_search, k)
+        params.sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+        sims, labels = self.hnsw.search(query.reshape(1, -1), min(k, n_allowed), params=params)
+        labels, sims = labels[0], sims[0]
+        valid = labels >= 0
+        labels, sims = labels[valid], sims[valid]
+        return self._rowids[labels], sims.astype(np.float32)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
