@@ -182,8 +182,10 @@ class Partition:
         bits = np.packbits(allowed, bitorder="little")
         params = faiss.SearchParametersHNSW()
         params.efSearch = max(self.settings.hnsw_ef_search, k)
-        params.sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+        selector = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))  # held here: SWIG does not keep it alive
+        params.sel = selector
         sims, labels = self.hnsw.search(query.reshape(1, -1), min(k, n_allowed), params=params)
+        del selector, bits
         labels, sims = labels[0], sims[0]
         valid = labels >= 0
         labels, sims = labels[valid], sims[valid]
