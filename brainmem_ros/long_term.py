@@ -12,13 +12,15 @@ disk (``synchronous=FULL`` survives a power cut, ``NORMAL`` a process crash).
 from __future__ import annotations
 
 import contextlib
+import re
+import unicodedata
 import logging
 import math
 import sqlite3
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -37,6 +39,13 @@ SHARED_OWNER = "\x00shared"
 _GRAPH_SCAN = 48  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
+
+
+def fts_tokens(text: str) -> set[str]:
+    """Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them: lower-case runs of
+    letters and digits, accents removed."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    return set(re.findall(r"[^\W_]+", folded))
 
 
 def _owner(agent_id: str, shared: bool) -> str:
@@ -59,6 +68,10 @@ class LongTermStore:
         # rowid -> [importance, last_access, created, confidence]: what reranking needs, kept in RAM
         # so a retrieval reads SQLite only for the few memories it returns.
         self._scoring: dict[int, list[float]] = {}
+        # term -> number of memories containing it, for choosing lexical recall's rare terms without
+        # asking FTS5 (whose vocabulary table counts documents by walking each term's postings).
+        self._df: Counter = Counter()
+        self._dropped_texts: list[str] = []
         self._changes_since_save = 0
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
@@ -138,10 +151,13 @@ class LongTermStore:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"cannot write to {self.path}: {exc}") from exc
+            self._dropped_texts = []
             try:
                 self._flush_access_locked()
                 yield self._conn
                 self._conn.execute("COMMIT")
+                dropped, self._dropped_texts = self._dropped_texts, []
+                self._count_terms(dropped, -1)
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("ROLLBACK")
@@ -160,6 +176,7 @@ class LongTermStore:
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
                 " confidence FROM entries ORDER BY rowid").fetchall()
             self._scoring = {r[0]: [r[7], r[8], r[4], 1.0 if r[9] is None else r[9]] for r in rows}
+            self._df = Counter(dict(self._conn.execute("SELECT term, doc FROM entries_fts_vocab")))
         with self._lock:
             self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
         grouped: dict[tuple[str, str], list] = defaultdict(list)
@@ -217,6 +234,14 @@ class LongTermStore:
         for key in touched:
             if self._partitions[key].needs_compaction():
                 self._partitions[key].compact()
+
+    def _count_terms(self, texts: Sequence[str], sign: int) -> None:
+        with self._lock:
+            for text in texts:
+                for token in fts_tokens(text):
+                    self._df[token] += sign
+                    if self._df[token] <= 0:
+                        del self._df[token]
 
     def _note_changes(self, n: int) -> None:
         self._changes_since_save += n
@@ -277,6 +302,7 @@ class LongTermStore:
                     [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object, e.created)
                      for r in e.relations])
         self._index_add(added)
+        self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
         for rowid, hidden in hidden_changes:
             self._set_hidden(rowid, hidden)
         return [e.id for _, e in added]
@@ -327,11 +353,17 @@ class LongTermStore:
             conn.execute("UPDATE entries SET strength = strength + 1, importance = ?, last_access = ?,"
                          " confidence = COALESCE(?, confidence) WHERE rowid = ?",
                          (float(np.clip(importance, 0, 1)), time.time(), confidence, row[0]))
+            replaced = None
             if content is not None:
+                old = conn.execute("SELECT content, entity_text FROM entries WHERE rowid = ?", (row[0],)).fetchone()
                 conn.execute("UPDATE entries SET content = ? WHERE rowid = ?", (content, row[0]))
+                replaced = (f"{old[0]} {old[1] or ''}", f"{content} {old[1] or ''}")
             if embedding is not None:
                 conn.execute("UPDATE entries SET embedding = ? WHERE rowid = ?",
                              (np.asarray(embedding, dtype=np.float32).tobytes(), row[0]))
+        if replaced:
+            self._count_terms([replaced[0]], -1)
+            self._count_terms([replaced[1]], +1)
         scoring = self._scoring.get(row[0])
         if scoring is not None:
             scoring[0], scoring[1] = float(np.clip(importance, 0, 1)), time.time()
@@ -432,7 +464,9 @@ class LongTermStore:
         if not rowids:
             return []
         marks = ",".join("?" * len(rowids))
-        ids = [r[0] for r in conn.execute(f"SELECT id FROM entries WHERE rowid IN ({marks})", list(rowids))]
+        rows = conn.execute(f"SELECT id, content, entity_text FROM entries WHERE rowid IN ({marks})", list(rowids)).fetchall()
+        ids = [r[0] for r in rows]
+        self._dropped_texts.extend(f"{r[1]} {r[2] or ''}" for r in rows)
         reopened = []
         if ids:
             id_marks = ",".join("?" * len(ids))
@@ -493,14 +527,13 @@ class LongTermStore:
             return []
         with self._lock:
             try:
+                tokens = sorted({t for term in terms for t in fts_tokens(term)})
                 if max_df < 1.0:
-                    total = max(1, len(self._where))
-                    marks = ",".join("?" * len(terms))
-                    df = dict(self._conn.execute(
-                        f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})", list(terms)).fetchall())
-                    terms = [t for t in terms if t in df and df[t] <= max(3, max_df * total)]
-                    if not terms:
-                        return []
+                    limit = max(3, max_df * max(1, len(self._where)))
+                    tokens = [t for t in tokens if 0 < self._df.get(t, 0) <= limit]
+                terms = tokens
+                if not terms:
+                    return []
                 expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
                 zone_marks = ",".join("?" * len(zones))
                 sql = (f"SELECT e.rowid, -bm25(entries_fts) FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid"

@@ -47,6 +47,8 @@ _STOPWORDS = frozenset(
     "can could would will shall me us them they he she his her have has had not no yes any some all "
     "after before then than into onto out up down about go get".split())
 ROUTE_GRAPH_WEIGHT = {0: 0.8, 1: 0.62, 2: 0.48}
+_ROUTES = ("vector", "working", "graph", "lexical", "temporal", "spatial")  # similarity-based routes first
+_ROUTE_INDEX = {name: i for i, name in enumerate(_ROUTES)}
 
 
 @dataclass
@@ -327,17 +329,18 @@ class Retriever:
         ctx_sims = matrix @ ctx_vec if ctx_vec is not None else np.zeros(len(cands), dtype=np.float32)
         imp = decayed_importance(values[:, 0], values[:, 1], now, self.config.forgetting.decay_tau_s)
         recency = np.exp(-np.maximum(0.0, now - values[:, 2]) / cfg.recency_tau_s)
-        relevance = np.empty(len(cands))
+        # Relevance: the strongest route's evidence (similarity-based routes count the similarity;
+        # the others their own evidence, nudged up by similarity), plus a bonus per agreeing route.
+        sim = np.maximum(sims, 0.8 * ctx_sims).astype(np.float64)
+        evidence = np.full((len(cands), len(_ROUTES)), np.nan)
         for i, c in enumerate(cands):
-            sim = max(float(sims[i]), 0.8 * float(ctx_sims[i]))
-            ev = dict(c.evidence)
-            for k in ("vector", "working"):
-                if k in ev:
-                    ev[k] = sim
-            for k in ("graph", "lexical", "temporal", "spatial"):
-                if k in ev:
-                    ev[k] = ev[k] + 0.25 * max(0.0, sim) * (1.0 - ev[k])
-            relevance[i] = min(1.0, max(max(ev.values()), sim) + cfg.multi_route_bonus * (len(ev) - 1))
+            for route, value in c.evidence.items():
+                evidence[i, _ROUTE_INDEX[route]] = value
+        present = ~np.isnan(evidence)
+        by_similarity = np.where(present[:, :2], sim[:, None], np.nan)
+        nudged = evidence[:, 2:] + 0.25 * np.maximum(0.0, sim)[:, None] * (1.0 - evidence[:, 2:])
+        strongest = np.fmax(np.nanmax(np.concatenate([by_similarity, nudged], axis=1), axis=1), sim)
+        relevance = np.minimum(1.0, strongest + cfg.multi_route_bonus * (present.sum(axis=1) - 1))
         weights = np.array([cfg.w_relevance, cfg.w_importance, cfg.w_recency, cfg.w_confidence])
         weights = weights / weights.sum()
         score = weights[0] * relevance + weights[1] * imp + weights[2] * recency + weights[3] * values[:, 3]

@@ -177,3 +177,23 @@ def test_unopenable_store_raises_store_unavailable(tmp_path):
     not_a_db.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreUnavailable):
         LongTermStore(not_a_db)
+
+
+def test_term_counts_follow_adds_deletes_and_reopen(tmp_path):
+    """Lexical recall picks rare words from counts kept in RAM; they must match FTS5's own."""
+    store = LongTermStore(tmp_path / "m.db")
+    fill(store, 60)
+    store.add([entry("the ZX-4410 label is on the café machine", entities=["machine"])])
+    store.delete("a", ids=store.ids()[:7])
+
+    def fts_counts(s):
+        return dict(s._conn.execute("SELECT term, doc FROM entries_fts_vocab"))
+
+    assert dict(store._df) == fts_counts(store)
+    assert store._df["4410"] == 1 and store._df["cafe"] == 1
+    hits = store.lexical_search(["ZX-4410"], "a", [Zone.EPISODIC], 5, max_df=0.01)
+    assert [store.entries_by_rowid([r])[r].content for r, _ in hits] == ["the ZX-4410 label is on the café machine"]
+    store.close()
+    again = LongTermStore(tmp_path / "m.db")
+    assert dict(again._df) == fts_counts(again)
+    again.close()
