@@ -36,7 +36,7 @@ __all__ = ["LongTermStore", "SHARED_OWNER"]
 log = logging.getLogger("brainmem_ros.long_term")
 SCHEMA_VERSION = 1
 SHARED_OWNER = "\x00shared"
-_GRAPH_SCAN = 48  # most recent mentions of an entity that graph recall looks at
+_GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
 
@@ -118,8 +118,10 @@ class LongTermStore:
                            "object TEXT NOT NULL, valid_from REAL NOT NULL, valid_to REAL, superseded_by TEXT)")
                 db.execute("CREATE INDEX relations_current ON relations(agent_id, subject, predicate) "
                            "WHERE valid_to IS NULL")
-                db.execute("CREATE INDEX relations_subject ON relations(subject, id) WHERE valid_to IS NULL")
-                db.execute("CREATE INDEX relations_object ON relations(object, id) WHERE valid_to IS NULL")
+                db.execute("CREATE INDEX relations_subject ON relations(subject, id) WHERE valid_to IS NULL"
+                           " AND zone = 'semantic' AND predicate = 'location'")
+                db.execute("CREATE INDEX relations_object ON relations(object, id) WHERE valid_to IS NULL"
+                           " AND zone = 'semantic' AND predicate = 'location'")
                 db.execute("CREATE INDEX relations_entry ON relations(entry)")
                 db.execute("CREATE INDEX relations_superseded_by ON relations(superseded_by) "
                            "WHERE superseded_by IS NOT NULL")
@@ -572,15 +574,20 @@ class LongTermStore:
         """Entities one hop away through current location facts (either direction), most recent first."""
         if not entities:
             return []
-        marks = ",".join("?" * len(entities))
-        sql = (f"SELECT object, id FROM relations WHERE subject IN ({marks}) AND valid_to IS NULL AND zone = 'semantic'"
-               f" AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
-               f" UNION ALL SELECT subject, id FROM relations WHERE object IN ({marks}) AND valid_to IS NULL"
-               f" AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
-               f" ORDER BY id DESC LIMIT ?")
+        # One bounded, index-ordered branch per entity and direction: with an IN list over several
+        # entities SQLite sorted every current fact about them (0.7 ms for two common names).
+        branch = ("SELECT * FROM (SELECT {other} AS name, id FROM relations WHERE {this} = ? AND valid_to IS NULL"
+                  " AND zone = 'semantic' AND predicate = 'location' AND (agent_id = ? OR shared = 1)"
+                  " ORDER BY id DESC LIMIT ?)")
+        parts, params = [], []
+        for name in entities:
+            for this, other in (("subject", "object"), ("object", "subject")):
+                parts.append(branch.format(this=this, other=other))
+                params += [name, agent_id, fanout + len(entities) + len(exclude)]
         skip = set(entities) | set(exclude)
         with self._lock:
-            rows = self._conn.execute(sql, [*entities, agent_id, *entities, agent_id, 4 * fanout + len(skip)]).fetchall()
+            rows = self._conn.execute(" UNION ALL ".join(parts), params).fetchall()
+        rows.sort(key=lambda r: -r[1])
         found = list(dict.fromkeys(name for name, _ in rows if name not in skip))
         return found[:fanout]
 

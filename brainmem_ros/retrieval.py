@@ -259,7 +259,9 @@ class Retriever:
                 hop_of[name] = hop
         if not hop_of:
             return
-        for rowid, entity in self.store.entity_entries(list(hop_of), agent, zones, cfg.graph_candidates,
+        # Nearest entities first (dicts keep insertion order: query, context, hop 1, hop 2).
+        reached = list(hop_of)[: 2 * cfg.graph_fanout]
+        for rowid, entity in self.store.entity_entries(reached, agent, zones, cfg.graph_candidates,
                                                        include_superseded, cfg.graph_per_entity):
             lt(rowid, "graph", ROUTE_GRAPH_WEIGHT[min(hop_of[entity], 2)])
 
