@@ -67,7 +67,9 @@ class LongTermStore:
         self._pending_access: dict[int, tuple[float, float]] = {}
         # rowid -> [importance, last_access, created, confidence]: what reranking needs, kept in RAM
         # so a retrieval reads SQLite only for the few memories it returns.
-        self._scoring: dict[int, list[float]] = {}
+        # Tuples, not lists: the collector stops tracking tuples of floats, so 100k of them add
+        # nothing to garbage-collection pauses.
+        self._scoring: dict[int, tuple[float, float, float, float]] = {}
         # term -> number of memories containing it, for choosing lexical recall's rare terms without
         # asking FTS5 (whose vocabulary table counts documents by walking each term's postings).
         self._df: Counter = Counter()
@@ -177,7 +179,7 @@ class LongTermStore:
             rows = self._conn.execute(
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
                 " confidence FROM entries ORDER BY rowid").fetchall()
-            self._scoring = {r[0]: [r[7], r[8], r[4], 1.0 if r[9] is None else r[9]] for r in rows}
+            self._scoring = {r[0]: (r[7], r[8], r[4], 1.0 if r[9] is None else r[9]) for r in rows}
             self._df = Counter(dict(self._conn.execute("SELECT term, doc FROM entries_fts_vocab")))
         with self._lock:
             self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
@@ -220,7 +222,7 @@ class LongTermStore:
                      np.array([e.superseded for _, e in group], dtype=bool))
             for rowid, entry in group:
                 self._where[rowid] = key
-                self._scoring[rowid] = [float(entry.importance), entry.last_access, entry.created, float(entry.confidence)]
+                self._scoring[rowid] = (float(entry.importance), entry.last_access, entry.created, float(entry.confidence))
                 if entry.warning:
                     self._warning_rowids.add(rowid)
         self._note_changes(len(rows))
@@ -368,9 +370,8 @@ class LongTermStore:
             self._count_terms([replaced[1]], +1)
         scoring = self._scoring.get(row[0])
         if scoring is not None:
-            scoring[0], scoring[1] = float(np.clip(importance, 0, 1)), time.time()
-            if confidence is not None:
-                scoring[3] = float(confidence)
+            self._scoring[row[0]] = (float(np.clip(importance, 0, 1)), time.time(), scoring[2],
+                                     scoring[3] if confidence is None else float(confidence))
         if embedding is not None:
             key = self._where.get(row[0])
             part = self._partitions.get(key) if key else None
@@ -388,7 +389,8 @@ class LongTermStore:
             for rowid, entry_id in conn.execute(
                     f"SELECT rowid, id FROM entries WHERE id IN ({','.join('?' * len(changed))})", list(changed)):
                 if rowid in self._scoring:
-                    self._scoring[rowid][0], self._scoring[rowid][1] = float(np.clip(changed[entry_id], 0, 1)), now
+                    old = self._scoring[rowid]
+                    self._scoring[rowid] = (float(np.clip(changed[entry_id], 0, 1)), now, old[2], old[3])
             return cur.rowcount
 
     def record_access(self, rowids: Sequence[int], importance: Sequence[float], now: float) -> None:
@@ -399,7 +401,7 @@ class LongTermStore:
                 self._pending_access[rowid] = (count + 1, float(value))
                 scoring = self._scoring.get(rowid)
                 if scoring is not None:
-                    scoring[0], scoring[1] = float(value), now
+                    self._scoring[rowid] = (float(value), now, scoring[2], scoring[3])
             self._access_time = now
 
     def _flush_access_locked(self) -> None:
