@@ -36,6 +36,8 @@ __all__ = ["LongTermStore", "SHARED_OWNER"]
 log = logging.getLogger("brainmem_ros.long_term")
 SCHEMA_VERSION = 1
 SHARED_OWNER = "\x00shared"
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[^\W_]+")
 _GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
@@ -44,8 +46,11 @@ _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, la
 def fts_tokens(text: str) -> set[str]:
     """Tokens as FTS5's unicode61 tokenizer (remove_diacritics 2) makes them: lower-case runs of
     letters and digits, accents removed."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
-    return set(re.findall(r"[^\W_]+", folded))
+    text = text.lower()
+    if text.isascii():
+        return set(_ASCII_TOKEN.findall(text))
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return set(_TOKEN.findall(folded))
 
 
 def _owner(agent_id: str, shared: bool) -> str:
@@ -248,8 +253,11 @@ class LongTermStore:
                         del self._df[token]
 
     def _note_changes(self, n: int) -> None:
+        """Save the graphs every ``index_save_every`` changes, and never more often than every quarter
+        of the store's size: a save rewrites whole graphs, and a missed save only costs a rebuild."""
         self._changes_since_save += n
-        if self.index_save_every and self._changes_since_save >= self.index_save_every:
+        due = max(self.index_save_every, len(self._where) // 4)
+        if self.index_save_every and self._changes_since_save >= due:
             self.save_index()
 
     def _visible(self, agent_id: str, zones: Sequence[Zone]) -> list[Partition]:
@@ -294,17 +302,23 @@ class LongTermStore:
                 " warning, strength, goal_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)", edges)
             conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)", derived)
+            insert_relations = ("INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object,"
+                                " valid_from) VALUES (?,?,?,?,?,?,?,?)")
+            pending: list[tuple] = []
             for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
                 if not e.relations:
                     continue
-                for rel in e.relations:
-                    if rel.predicate in supersede and e.zone in (Zone.SEMANTIC, Zone.EPISODIC):
-                        hidden_changes += self._close_current(conn, e, rel)
-                conn.executemany(
-                    "INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object, valid_from)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
-                    [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object, e.created)
-                     for r in e.relations])
+                functional = [r for r in e.relations
+                              if r.predicate in supersede and e.zone in (Zone.SEMANTIC, Zone.EPISODIC)]
+                if functional and pending:  # earlier entries' relations must be visible to the closing
+                    conn.executemany(insert_relations, pending)
+                    pending = []
+                for rel in functional:
+                    hidden_changes += self._close_current(conn, e, rel)
+                pending += [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object,
+                             e.created) for r in e.relations]
+            if pending:
+                conn.executemany(insert_relations, pending)
         self._index_add(added)
         self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
         for rowid, hidden in hidden_changes:
@@ -312,14 +326,12 @@ class LongTermStore:
         return [e.id for _, e in added]
 
     def _close_current(self, conn, entry: Entry, rel: Relation) -> list[tuple[int, bool]]:
-        rows = conn.execute(
-            "SELECT id, entry FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
-            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ?", (entry.agent_id, rel.subject, rel.predicate, rel.object)
-        ).fetchall()
+        closed = conn.execute(
+            "UPDATE relations SET valid_to = ?, superseded_by = ? WHERE agent_id = ? AND subject = ? AND predicate = ?"
+            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ? RETURNING entry",
+            (entry.created, entry.id, entry.agent_id, rel.subject, rel.predicate, rel.object)).fetchall()
         changes = []
-        for rel_id, entry_rowid in rows:
-            conn.execute("UPDATE relations SET valid_to = ?, superseded_by = ? WHERE id = ?",
-                         (entry.created, entry.id, rel_id))
+        for (entry_rowid,) in closed:
             still_current = conn.execute("SELECT 1 FROM relations WHERE entry = ? AND valid_to IS NULL",
                                          (entry_rowid,)).fetchone()
             if not still_current:
