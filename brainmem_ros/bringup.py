@@ -31,7 +31,7 @@ def ros_arguments(config: Optional[Path], store: Optional[str], extra: Sequence[
     return args + list(extra)
 
 
-def bringup(config: Optional[Path] = None, store: Optional[str] = None, demo: bool = False,
+def bringup(config: Optional[Path] = None, store: Optional[str] = None,
             ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = ()) -> int:
     import rclpy
     from rclpy.signals import SignalHandlerOptions
@@ -57,11 +57,6 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None, demo: bo
         nodes.append(StoreNode(embedder=embedder))
         nodes.append(EncoderNode(embedder=embedder))
         nodes.append(ConsolidationNode())
-        if demo:
-            from brainmem_ros.nodes.kitchen_sim_node import KitchenSimNode
-            from brainmem_ros.nodes.planner_node import PlannerNode
-
-            nodes += [KitchenSimNode(), PlannerNode()]
     except BrainMemError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
         for node in reversed(nodes):

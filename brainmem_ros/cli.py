@@ -62,7 +62,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_bringup(args: argparse.Namespace) -> int:
     from brainmem_ros.bringup import bringup
 
-    return bringup(args.config, args.store, args.demo, args.ready_file, args.ros_args)
+    return bringup(args.config, args.store, args.ready_file, args.ros_args)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -134,7 +134,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     handlers: dict[str, Verb] = {}
 
-    verbs.add_parser("demo", help="run the main job: the memory system serving a kitchen task")
+    verbs.add_parser("demo", help="run the main job: the memory nodes fed a recorded kitchen run, then questioned")
     handlers["demo"] = _cmd_demo
 
     bench = verbs.add_parser("bench", help="measure the memory core as the store grows")
@@ -155,7 +155,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     up = verbs.add_parser("bringup", help="run the memory nodes in one process (no ros2 launch needed)")
     up.add_argument("--config", type=Path, default=None, help="parameter file (default: config/memory.yaml)")
     up.add_argument("--store", default=None, help="SQLite file of long-term memory (overrides store.path)")
-    up.add_argument("--demo", action="store_true", help="also start the kitchen simulator and the planner")
     up.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     handlers["bringup"] = _cmd_bringup
 
