@@ -349,7 +349,8 @@ class Retriever:
         keep = relevance >= cfg.min_relevance
         if req.min_score:
             keep &= score >= req.min_score
-        order = [int(i) for i in np.argsort(-score) if keep[i]]
+        # Ties (common with old recorded runs, where recency is ~0 for everything) go to the newer memory.
+        order = [int(i) for i in np.lexsort((-values[:, 2], -np.round(score, 6))) if keep[i]]
 
         chosen: list[int] = []
         seen_text = set()

@@ -163,6 +163,9 @@ def test_each_service_type_survives_serialization():
         s.ReportOutcome.Response(success=True, updated=4, warning_id="w-1"),
         s.IngestTraces.Request(traces=[_sample_trace()]),
         s.IngestTraces.Response(success=True, ids=["wrk-1"]),
+        s.EnvStep.Request(agent_id="a", action="open fridge"),
+        s.EnvStep.Response(success=True, task="fetch the milk", observation="You open the fridge.",
+                           valid_actions=["take milk from fridge"], done=False),
     ]
     covered = {re.sub(r"_(Request|Response)$", "", type(x).__name__) for x in samples}
     assert covered == {p.stem for p in SRV_FILES}

@@ -184,3 +184,29 @@ def test_bringup_refuses_the_deliberately_broken_config(tmp_path):
     assert up.proc.wait(timeout=60) == 1
     up.stop()
     assert "retrieval.top_k=-3 is outside [1, 1000]" in up.output()
+
+
+def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(system):
+    """planner_node with the LLM backend pointed at a FAKE chat server (not an LLM: it picks the first
+    valid action), acting in a two-step test environment: the plumbing, not a planning result."""
+    from fake_chat_server import FakeChatServer
+
+    _, client, _ = system
+    env = Child([str(Path(__file__).resolve().parent / "env_server.py")], cwd=REPO)
+    try:
+        env.wait_for_line("READY", timeout=30)
+        with FakeChatServer() as fake:
+            planner = Child(["-m", "brainmem_ros.nodes.planner_node", "--ros-args", "-p", "agent_id:=planbot",
+                             "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake"], cwd=REPO)
+            try:
+                line = planner.wait_for_line("episode 0:", timeout=60)
+            finally:
+                planner.stop()
+            assert "'success': True" in line and "'steps': 2" in line, planner.output()
+            assert len(fake.requests) == 2
+            assert all("## Relevant memories" in r["messages"][-1]["content"] for r in fake.requests)
+    finally:
+        env.stop()
+    procedure = client.wait_until(lambda: [m.content for m in retrieve(client, "planbot", "how do I fetch the milk?",
+                                                                       zones=["procedural"]).memories])
+    assert "1. open fridge; 2. take milk from fridge" in procedure[0]

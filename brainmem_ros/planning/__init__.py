@@ -1,0 +1,1 @@
+"""Decision backends for planner_node: one interface, several planners behind it."""

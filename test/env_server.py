@@ -1,0 +1,53 @@
+"""A test-only environment behind the EnvStep service: "fetch the milk" in two steps. It exists to
+drive planner_node over DDS in tests; the kitchen simulator of the evaluation work replaces it."""
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from brainmem_ros.srv import EnvStep
+
+STATES = {
+    "start": ("You are in the kitchen. The fridge is closed.", ["open fridge", "look"]),
+    "open": ("You open the fridge. The milk is in the fridge.", ["take milk from fridge", "close fridge"]),
+    "done": ("You take the milk from the fridge. Task complete.", []),
+}
+MOVES = {("start", "open fridge"): "open", ("open", "take milk from fridge"): "done"}
+
+
+class TinyEnvironment(Node):
+    def __init__(self):
+        super().__init__("tiny_environment")
+        self.state = "start"
+        self.create_service(EnvStep, "/kitchen/step", self.on_step)
+
+    def on_step(self, request, response):
+        if not request.action:
+            self.state = "start"
+        elif (self.state, request.action) in MOVES:
+            self.state = MOVES[(self.state, request.action)]
+        elif request.action not in STATES[self.state][1]:
+            response.success, response.message = False, f"not a valid action now: {request.action}"
+            return response
+        response.success = True
+        response.task = "fetch the milk"
+        response.observation, actions = STATES[self.state]
+        response.valid_actions = actions
+        response.done = response.task_success = self.state == "done"
+        return response
+
+
+def main():
+    rclpy.init()
+    node = TinyEnvironment()
+    print("READY", flush=True)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
