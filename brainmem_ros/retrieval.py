@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -130,16 +131,21 @@ class Retriever:
         self.vocabulary = vocabulary
         self._pattern = vocabulary.pattern()
         self._cache: dict[str, np.ndarray] = {}
+        self._cache_lock = threading.Lock()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embed with a small cache: a planner asks with the same context (its goal) again and again."""
-        missing = [t for t in texts if t not in self._cache]
+        with self._cache_lock:  # the store node serves retrievals from several threads
+            found = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            for text, vector in zip(missing, self.embedder.embed(missing)):
-                self._cache[text] = vector
-            while len(self._cache) > 512:
-                self._cache.pop(next(iter(self._cache)))
-        return np.stack([self._cache[t] for t in texts])
+            vectors = self.embedder.embed(missing)
+            with self._cache_lock:
+                for text, vector in zip(missing, vectors):
+                    self._cache[text] = found[text] = vector
+                while len(self._cache) > 512:
+                    self._cache.pop(next(iter(self._cache)))
+        return np.stack([found[t] for t in texts])
 
     # -- validation ----------------------------------------------------------------------------
     def validate(self, req: RetrievalRequest) -> tuple[list[Zone], bool, int]:
