@@ -303,7 +303,7 @@ class LongTermStore:
             conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)", edges)
             conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)", derived)
             insert_relations = ("INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object,"
-                                " valid_from) VALUES (?,?,?,?,?,?,?,?)")
+                                " valid_from, valid_to, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?)")
             pending: list[tuple] = []
             for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
                 if not e.relations:
@@ -313,10 +313,18 @@ class LongTermStore:
                 if functional and pending:  # earlier entries' relations must be visible to the closing
                     conn.executemany(insert_relations, pending)
                     pending = []
+                stale: dict[Relation, tuple[float, str]] = {}
                 for rel in functional:
-                    hidden_changes += self._close_current(conn, e, rel)
+                    newer = self._newer_current(conn, e, rel)
+                    if newer is not None:  # arrived late: a newer fact already replaced it
+                        stale[rel] = newer
+                    else:
+                        hidden_changes += self._close_current(conn, e, rel)
                 pending += [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object,
-                             e.created) for r in e.relations]
+                             e.created, *stale.get(r, (None, None))) for r in e.relations]
+                if functional and len(stale) == len(functional):
+                    e.superseded = True
+                    conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (rowid,))
             if pending:
                 conn.executemany(insert_relations, pending)
         self._index_add(added)
@@ -325,11 +333,23 @@ class LongTermStore:
             self._set_hidden(rowid, hidden)
         return [e.id for _, e in added]
 
+    def _newer_current(self, conn, entry: Entry, rel: Relation) -> Optional[tuple[float, str]]:
+        """(valid_from, entry id) of a current relation with another value that is newer than
+        ``entry``: then ``entry``'s relation is history the moment it arrives (an older observation
+        replayed or delivered late must not overwrite what was seen after it)."""
+        row = conn.execute(
+            "SELECT r.valid_from, e.id FROM relations r JOIN entries e ON e.rowid = r.entry WHERE r.agent_id = ?"
+            " AND r.subject = ? AND r.predicate = ? AND r.valid_to IS NULL AND r.zone IN ('semantic', 'episodic')"
+            " AND r.object != ? AND r.valid_from > ? ORDER BY r.valid_from LIMIT 1",
+            (entry.agent_id, rel.subject, rel.predicate, rel.object, entry.created)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def _close_current(self, conn, entry: Entry, rel: Relation) -> list[tuple[int, bool]]:
         closed = conn.execute(
             "UPDATE relations SET valid_to = ?, superseded_by = ? WHERE agent_id = ? AND subject = ? AND predicate = ?"
-            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ? RETURNING entry",
-            (entry.created, entry.id, entry.agent_id, rel.subject, rel.predicate, rel.object)).fetchall()
+            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ? AND valid_from <= ?"
+            " RETURNING entry",
+            (entry.created, entry.id, entry.agent_id, rel.subject, rel.predicate, rel.object, entry.created)).fetchall()
         changes = []
         for (entry_rowid,) in closed:
             still_current = conn.execute("SELECT 1 FROM relations WHERE entry = ? AND valid_to IS NULL",

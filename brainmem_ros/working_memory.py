@@ -69,6 +69,9 @@ class AgentWorkingMemory:
     def _observe(self, rel: Relation, trace: Trace) -> None:
         if rel.predicate not in ("location", "state"):
             return
+        known = self.environment.get(rel.subject)
+        if known is not None and known.stamp > trace.timestamp:
+            return  # an older event delivered late does not overwrite what was seen after it
         state = self.environment.pop(rel.subject, None) or EntityState(rel.subject)
         if rel.predicate == "location":
             state.location = rel.object

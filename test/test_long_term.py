@@ -197,3 +197,20 @@ def test_term_counts_follow_adds_deletes_and_reopen(tmp_path):
     again = LongTermStore(tmp_path / "m.db")
     assert dict(again._df) == fts_counts(again)
     again.close()
+
+
+def test_an_older_fact_arriving_late_does_not_supersede_a_newer_one(tmp_path):
+    """Topics do not keep order between each other, and replays deliver in bursts: time decides."""
+    store = LongTermStore(tmp_path / "m.db")
+    fact = lambda o, t: entry(f"butter location {o}", zone=Zone.SEMANTIC, entities=["butter", o],
+                              relations=[Relation("butter", "location", o)], created=t, last_access=t)
+    (newer,) = store.add([fact("counter", 2000.0)])
+    (older,) = store.add([fact("fridge", 1000.0)])
+    by_id = {e.id: e for e in store.get([newer, older])}
+    assert by_id[older].superseded and not by_id[newer].superseded
+    assert store.current_facts("a", ["butter"]) == {("butter", "location"): ("counter", newer)}
+    history = store._conn.execute("SELECT object, valid_from, valid_to, superseded_by FROM relations "
+                                  "WHERE subject = 'butter' ORDER BY valid_from").fetchall()
+    assert history == [("fridge", 1000.0, 2000.0, newer), ("counter", 2000.0, None, None)]
+    assert store.integrity()["integrity_ok"]
+    store.close()

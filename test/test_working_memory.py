@@ -71,3 +71,10 @@ def test_damaged_snapshot_starts_empty_and_keeps_the_file(tmp_path):
     memory.agent("a").push(Goal("", "x", "a"))
     memory.save()
     assert json.loads(path.read_text())["agents"][0]["agent_id"] == "a"
+
+
+def test_a_late_older_observation_does_not_overwrite_the_environment():
+    wm = WorkingMemory(WorkingSection()).agent("a")
+    wm.add(trace(5, relations=[Relation("butter", "location", "counter")]))
+    wm.add(trace(2, relations=[Relation("butter", "location", "fridge")]))
+    assert wm.environment["butter"].location == "counter"
