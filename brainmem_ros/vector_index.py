@@ -15,6 +15,7 @@ from typing import Optional
 
 import faiss
 import numpy as np
+from tqdm import tqdm
 
 __all__ = ["IndexSettings", "Partition"]
 
@@ -122,9 +123,13 @@ class Partition:
         index = faiss.IndexHNSWFlat(s.dim, s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = s.hnsw_ef_construction
         index.hnsw.efSearch = s.hnsw_ef_search
-        step = 20000
-        for start in range(0, self.size, step):
-            index.add(np.ascontiguousarray(self._vectors[start:min(self.size, start + step)]))
+        step = 10000
+        with tqdm(total=self.size, desc="building the vector index", unit="vec", leave=False,
+                  disable=self.size < 50000) as bar:
+            for start in range(0, self.size, step):
+                chunk = self._vectors[start:min(self.size, start + step)]
+                index.add(np.ascontiguousarray(chunk))
+                bar.update(len(chunk))
         self.hnsw = index
 
     def save_graph(self, path: Path) -> None:

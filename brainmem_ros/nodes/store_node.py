@@ -51,8 +51,10 @@ class StoreNode(Node):
         ]:
             self.create_service(srv, name, self._guard(handler), callback_group=writes)
         self.create_timer(snapshot_s, self._snapshot, callback_group=writes)
-        self.get_logger().info(f"memory store {self.memory.store.path} with {len(self.memory.store)} long-term "
-                               f"memories, embedder {self.memory.embedder.name}")
+        store = self.memory.store
+        opened = "created a new, empty" if store.created_new else f"opened, {len(store)} long-term memories in the"
+        rebuilt = f"; rebuilt the vector index of {', '.join(store.rebuilt_partitions)}" if store.rebuilt_partitions else ""
+        self.get_logger().info(f"{opened} memory store {store.path}{rebuilt}; embedder {self.memory.embedder.name}")
 
     def _apply(self, config) -> None:
         self.config = config
