@@ -6,7 +6,6 @@ know the active goal and what is already believed about the same entities.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -19,8 +18,9 @@ from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import Vocabulary, canonical, extract
 from brainmem_ros.importance import goal_relevance, initial_importance, novelty
 from brainmem_ros.trace import Position, Trace, TraceKind
+from brainmem_ros.validation import check_agent, check_position, check_text, check_unit
 
-__all__ = ["Event", "EncodingContext", "Encoder", "check_text", "check_agent"]
+__all__ = ["Event", "EncodingContext", "Encoder"]
 
 
 @dataclass
@@ -51,24 +51,6 @@ class EncodingContext:
     recent_embeddings: Optional[np.ndarray] = None
 
 
-def check_agent(agent_id: str) -> str:
-    if not isinstance(agent_id, str) or not agent_id.strip():
-        raise InvalidRequest("agent_id must not be empty")
-    if len(agent_id) > 128 or any(ord(c) < 32 for c in agent_id):
-        raise InvalidRequest("agent_id must be at most 128 printable characters")
-    return agent_id
-
-
-def check_text(text: str, what: str, max_chars: int) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidRequest(f"{what} must not be empty")
-    if len(text) > max_chars:
-        raise InvalidRequest(f"{what} is {len(text)} characters, more than the {max_chars} allowed")
-    if "\x00" in text:
-        raise InvalidRequest(f"{what} contains a NUL character")
-    return text
-
-
 class Encoder:
     def __init__(self, embedder: Embedder, vocabulary: Vocabulary, weights: ImportanceSection,
                  max_text_chars: int):
@@ -81,11 +63,8 @@ class Encoder:
     def validate(self, event: Event) -> None:
         check_agent(event.agent_id)
         check_text(event.text, "text", self.max_text_chars)
-        if not (isinstance(event.confidence, (int, float)) and math.isfinite(event.confidence)
-                and 0.0 <= event.confidence <= 1.0):
-            raise InvalidRequest(f"confidence must be within [0, 1], got {event.confidence!r}")
-        if event.position is not None and not all(math.isfinite(c) for c in event.position):
-            raise InvalidRequest("position contains NaN or infinite values")
+        check_unit(event.confidence, "confidence")
+        check_position(event.position)
         if len(event.entities) > 256 or any(not isinstance(e, str) or len(e) > 200 for e in event.entities):
             raise InvalidRequest("entities must be at most 256 names of at most 200 characters")
 

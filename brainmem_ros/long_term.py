@@ -29,6 +29,7 @@ import sqlite_utils
 
 from brainmem_ros.errors import InvalidRequest, StoreUnavailable
 from brainmem_ros.trace import Entry, Position, Relation, Zone
+from brainmem_ros.validation import check_embedding, check_position, check_unit
 from brainmem_ros.vector_index import IndexSettings, Partition
 
 __all__ = ["LongTermStore", "SHARED_OWNER"]
@@ -367,17 +368,10 @@ class LongTermStore:
     def _validate(self, e: Entry) -> None:
         if not isinstance(e.zone, Zone) or e.zone is Zone.WORKING:
             raise InvalidRequest(f"entries stored long-term need a long-term zone, not {e.zone!r}")
-        emb = np.asarray(e.embedding, dtype=np.float32)
-        if emb.shape != (self.dim,):
-            raise InvalidRequest(f"embedding must have {self.dim} components, got {emb.size}")
-        if not np.all(np.isfinite(emb)):
-            raise InvalidRequest("embedding contains NaN or infinite values")
-        for name in ("importance", "confidence"):
-            value = getattr(e, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0):
-                raise InvalidRequest(f"{name} must be within [0, 1], got {value!r}")
-        if e.position is not None and not all(math.isfinite(c) for c in e.position):
-            raise InvalidRequest("position contains NaN or infinite values")
+        check_embedding(e.embedding, self.dim)
+        check_unit(e.importance, "importance")
+        check_unit(e.confidence, "confidence")
+        check_position(e.position)
 
     def strengthen(self, entry_id: str, importance: float, content: Optional[str] = None,
                    embedding: Optional[np.ndarray] = None, confidence: Optional[float] = None) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from brainmem_ros.config import MemoryConfig
 from brainmem_ros.consolidation import ConsolidationReport, Consolidator
 from brainmem_ros.embedding import Embedder, MiniLMEmbedder
-from brainmem_ros.encoding import Encoder, EncodingContext, Event, check_agent, check_text
+from brainmem_ros.encoding import Encoder, EncodingContext, Event
 from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import Vocabulary, extract
 from brainmem_ros.forgetting import ForgettingReport, decayed_importance, forget
@@ -26,6 +26,7 @@ from brainmem_ros.long_term import LongTermStore
 from brainmem_ros.retrieval import RetrievalRequest, RetrievalResult, Retriever
 from brainmem_ros.trace import Entry, Goal, GoalStatus, Trace, TraceKind, Zone
 from brainmem_ros.vector_index import IndexSettings
+from brainmem_ros.validation import check_agent, check_embedding, check_position, check_text, check_unit
 from brainmem_ros.working_memory import AgentWorkingMemory, WorkingMemory
 
 __all__ = ["BrainMemory"]
@@ -80,15 +81,9 @@ class BrainMemory:
     def _validate_trace(self, trace: Trace) -> None:
         check_agent(trace.agent_id)
         check_text(trace.text, "text", self.config.encoding.max_text_chars)
-        embedding = np.asarray(trace.embedding, dtype=np.float32)
-        if embedding.shape != (self.embedder.dim,):
-            raise InvalidRequest(f"embedding must have {self.embedder.dim} components, got {embedding.size}")
-        if not np.all(np.isfinite(embedding)):
-            raise InvalidRequest("embedding contains NaN or infinite values")
-        if not (np.isfinite(trace.confidence) and 0.0 <= trace.confidence <= 1.0):
-            raise InvalidRequest(f"confidence must be within [0, 1], got {trace.confidence!r}")
-        if trace.position is not None and not all(np.isfinite(trace.position)):
-            raise InvalidRequest("position contains NaN or infinite values")
+        check_embedding(trace.embedding, self.embedder.dim)
+        check_unit(trace.confidence, "confidence")
+        check_position(trace.position)
 
     def observe(self, agent_id: str, text: str, **fields) -> Trace:
         return self.encode([Event(agent_id, TraceKind.OBSERVATION, text, **fields)])[0]

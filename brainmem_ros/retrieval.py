@@ -30,7 +30,6 @@ import numpy as np
 
 from brainmem_ros.config import MemoryConfig
 from brainmem_ros.embedding import Embedder
-from brainmem_ros.encoding import check_agent, check_text
 from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import HELD, Vocabulary, extract
 from brainmem_ros.forgetting import decayed_importance
@@ -38,6 +37,7 @@ from brainmem_ros.importance import after_access
 from brainmem_ros.long_term import LongTermStore
 from brainmem_ros.prompt import TaskState, render
 from brainmem_ros.trace import LONG_TERM_ZONES, Entry, Position, Recall, Trace, TraceKind, Zone
+from brainmem_ros.validation import check_agent, check_text
 from brainmem_ros.working_memory import AgentWorkingMemory
 
 __all__ = ["RetrievalRequest", "RetrievalResult", "Retriever", "parse_zones"]

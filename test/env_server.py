@@ -1,7 +1,8 @@
 """A test-only environment behind the EnvStep service: "fetch the milk" in two steps. It exists to
 drive planner_node over DDS in tests; the kitchen simulator of the evaluation work replaces it."""
-import rclpy
-from rclpy.executors import ExternalShutdownException
+import sys
+from pathlib import Path
+
 from rclpy.node import Node
 
 from brainmem_ros.srv import EnvStep
@@ -36,18 +37,8 @@ class TinyEnvironment(Node):
         return response
 
 
-def main():
-    rclpy.init()
-    node = TinyEnvironment()
-    print("READY", flush=True)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-
-
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from processes import serve_node
+
+    serve_node(TinyEnvironment)

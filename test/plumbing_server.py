@@ -4,8 +4,9 @@ It subscribes to /brainmem/observation and serves /retrieve_memory by returning 
 received whose text shares a word with the query. It is not the product's store: it only proves that
 the package's messages and services cross process boundaries over real DDS.
 """
-import rclpy
-from rclpy.executors import ExternalShutdownException
+import sys
+from pathlib import Path
+
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -34,18 +35,8 @@ class PlumbingPeer(Node):
         return response
 
 
-def main():
-    rclpy.init()
-    node = PlumbingPeer()
-    print("READY", flush=True)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-
-
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from processes import serve_node
+
+    serve_node(PlumbingPeer)

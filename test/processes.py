@@ -61,3 +61,20 @@ class Child:
 
     def output(self) -> str:
         return "\n".join(self.lines)
+
+
+def serve_node(node_class) -> None:
+    """Run one test peer node until SIGINT: print READY once its entities exist (Child waits for it)."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init()
+    node = node_class()
+    print("READY", flush=True)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

@@ -22,7 +22,7 @@ from brainmem_ros.extraction import Vocabulary
 from brainmem_ros.msg import ActionResult, Observation
 from brainmem_ros.nodes import conversions as cv
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters
-from brainmem_ros.nodes.runtime import run
+from brainmem_ros.nodes.runtime import call_and_wait, run
 from brainmem_ros.srv import IngestTraces
 
 __all__ = ["EncoderNode", "main"]
@@ -91,14 +91,10 @@ class EncoderNode(Node):
             if not self.client.wait_for_service(timeout_sec=1.0):
                 self.get_logger().warning("waiting for /brainmem/ingest_traces ...", throttle_duration_sec=10.0)
                 continue
-            done = threading.Event()
-            future = self.client.call_async(request)
-            future.add_done_callback(lambda _, done=done: done.set())
-            if not done.wait(self.call_timeout_s) or future.result() is None:
+            response = call_and_wait(self.client, request, self.call_timeout_s)
+            if response is None:
                 self.get_logger().warning("the store did not acknowledge a batch in time; retrying")
-                future.cancel()
                 continue
-            response = future.result()
             if response.success:
                 self.ingested += len(traces)
                 self.batches += 1

@@ -17,7 +17,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from brainmem_ros.errors import BrainMemError
 from brainmem_ros.msg import ActionResult, Goal as GoalMsg, Observation
 from brainmem_ros.nodes.parameters import declare
-from brainmem_ros.nodes.runtime import run
+from brainmem_ros.nodes.runtime import call_and_wait, run
 from brainmem_ros.planning.base import PlannerError, PlanningContext
 from brainmem_ros.planning.llm import LLMPlanner
 from brainmem_ros.srv import EnvStep, GetWorkingMemory, RetrieveMemory, UpdateGoal
@@ -66,13 +66,10 @@ class PlannerNode(Node):
     def _call(self, client, request):
         if not client.wait_for_service(timeout_sec=self.call_timeout_s):
             raise PlannerError(f"{client.srv_name} is not available")
-        done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _, done=done: done.set())
-        if not done.wait(self.call_timeout_s) or future.result() is None:
-            future.cancel()
+        response = call_and_wait(client, request, self.call_timeout_s)
+        if response is None:
             raise PlannerError(f"{client.srv_name} gave no answer in {self.call_timeout_s} s")
-        return future.result()
+        return response
 
     def _run_episodes(self) -> None:
         for episode in range(self.episodes):

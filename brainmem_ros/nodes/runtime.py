@@ -17,7 +17,19 @@ from rclpy.signals import SignalHandlerOptions
 
 from brainmem_ros.errors import BrainMemError
 
-__all__ = ["run", "spin_until_signal"]
+__all__ = ["run", "spin_until_signal", "call_and_wait"]
+
+
+def call_and_wait(client, request, timeout_s: float):
+    """Call a service from a worker thread (the executor spins elsewhere) and wait at most
+    ``timeout_s``; the response, or None when none came (the call is then cancelled)."""
+    done = threading.Event()
+    future = client.call_async(request)
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout_s) or future.result() is None:
+        future.cancel()
+        return None
+    return future.result()
 
 
 def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
