@@ -31,8 +31,13 @@ def ros_arguments(config: Optional[Path], store: Optional[str], extra: Sequence[
     return args + list(extra)
 
 
+DEMO_PARAMETERS = ["-p", "interruptions:=true", "-p", "seeds:=0-2", "-p", "condition:=brainmem"]
+
+
 def bringup(config: Optional[Path] = None, store: Optional[str] = None,
-            ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = ()) -> int:
+            ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (), demo: bool = False) -> int:
+    """``demo``: the kitchen and a scripted planner join the memory nodes (a few interrupted
+    episodes, logged as they finish), as ``memory.launch.py demo:=true`` does."""
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
@@ -51,12 +56,19 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
     except BrainMemError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
         return 1
-    rclpy.init(args=ros_arguments(config, store, extra_ros_args), signal_handler_options=SignalHandlerOptions.NO)
+    extra = list(extra_ros_args) + (DEMO_PARAMETERS if demo else [])
+    rclpy.init(args=ros_arguments(config, store, extra), signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
         nodes.append(StoreNode(embedder=embedder))
         nodes.append(EncoderNode(embedder=embedder))
         nodes.append(ConsolidationNode())
+        if demo:
+            from brainmem_ros.nodes.kitchen_sim_node import KitchenSimNode
+            from brainmem_ros.nodes.planner_node import PlannerNode
+
+            nodes.append(KitchenSimNode())
+            nodes.append(PlannerNode())
     except BrainMemError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
         for node in reversed(nodes):

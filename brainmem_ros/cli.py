@@ -16,9 +16,9 @@ Verb = Callable[[argparse.Namespace], int]
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from brainmem_ros.demo import run_demo
+    from brainmem_ros.demo import run_bag_demo, run_demo
 
-    return run_demo()
+    return run_bag_demo() if args.bag else run_demo(args.out)
 
 
 def _sizes(text: str) -> list[int]:
@@ -62,7 +62,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_bringup(args: argparse.Namespace) -> int:
     from brainmem_ros.bringup import bringup
 
-    return bringup(args.config, args.store, args.ready_file, args.ros_args)
+    return bringup(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -107,6 +107,38 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from brainmem_ros.errors import BrainMemError
+    from brainmem_ros.evaluation.plot import plot_eval
+    from brainmem_ros.evaluation.runner import EvalSettings, evaluate, parse_seeds, table, write_json
+
+    try:
+        settings = EvalSettings(env=args.env, conditions=[c.strip() for c in args.conditions.split(",") if c.strip()],
+                                window=args.window, seeds=parse_seeds(args.seeds), max_steps=args.max_steps,
+                                attempts=args.attempts, interruptions=args.interruptions, fold=args.fold,
+                                game_params=args.game_params or "", top_k=args.top_k, planner=args.planner,
+                                config_path=str(args.config or ""))
+        if args.via_ros:
+            from brainmem_ros.evaluation.via_ros import evaluate_via_ros
+
+            report = evaluate_via_ros(settings, progress=not args.quiet)
+        else:
+            report = evaluate(settings, progress=not args.quiet)
+    except (BrainMemError, ValueError) as exc:
+        print(f"brainmem-ros eval: {exc}", file=sys.stderr)
+        return 2
+    print(table(report))
+    if args.json:
+        write_json(report, str(args.json))
+        print(f"report: {args.json}")
+    if args.plot:
+        plot_eval([report], args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
 def _cmd_params(args: argparse.Namespace) -> int:
     from brainmem_ros.config import ConfigError, defaults_yaml, iter_params
 
@@ -134,7 +166,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     handlers: dict[str, Verb] = {}
 
-    verbs.add_parser("demo", help="run the main job: the memory nodes fed a recorded kitchen run, then questioned")
+    demo = verbs.add_parser("demo", help="run the main job: kitchen episodes through the ROS nodes, per memory condition")
+    demo.add_argument("--bag", action="store_true", help="instead: replay the recorded kitchen run and ask questions")
+    demo.add_argument("--out", type=Path, default=Path("results"), help="folder for the report and the plot")
     handlers["demo"] = _cmd_demo
 
     bench = verbs.add_parser("bench", help="measure the memory core as the store grows")
@@ -155,6 +189,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     up = verbs.add_parser("bringup", help="run the memory nodes in one process (no ros2 launch needed)")
     up.add_argument("--config", type=Path, default=None, help="parameter file (default: config/memory.yaml)")
     up.add_argument("--store", default=None, help="SQLite file of long-term memory (overrides store.path)")
+    up.add_argument("--demo", action="store_true", help="also start kitchen_sim_node and a scripted planner_node "
+                    "playing a few interrupted kitchen episodes")
     up.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     handlers["bringup"] = _cmd_bringup
 
@@ -164,6 +200,28 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     rp.add_argument("--topics", nargs="*", default=None, help="topics to play (default: observation and action_result)")
     rp.add_argument("--restamp", action="store_true", help="shift header stamps so the run starts now")
     handlers["replay"] = _cmd_replay
+
+    ev = verbs.add_parser("eval", help="task success with and without memory on our kitchen or CookingWorld")
+    ev.add_argument("--env", choices=("kitchen", "cookingworld"), default="kitchen")
+    ev.add_argument("--conditions", default="window,brainmem,full", help="comma-separated: window, brainmem, full")
+    ev.add_argument("--window", type=int, default=5, help="K: steps of history every condition shows the planner")
+    ev.add_argument("--seeds", default="0-9", help="episodes, e.g. 0-29 (CookingWorld: indexes into the fold)")
+    ev.add_argument("--fold", choices=("train", "dev", "test"), default="dev", help="CookingWorld fold (test: acceptance only)")
+    ev.add_argument("--game-params", default=None, help="environment parameters, e.g. numLocations=8,numIngredients=4 "
+                    "(CookingWorld) or hazard_rate=1.0 (kitchen)")
+    ev.add_argument("--interruptions", action="store_true", help="a timer rings in another room at a random step")
+    ev.add_argument("--attempts", type=int, default=1, help="attempts per seed, memory kept across them (brainmem)")
+    ev.add_argument("--max-steps", type=int, default=100, help="step budget per episode, the same for every condition")
+    ev.add_argument("--top-k", type=int, default=5, help="memories per question asked before an action")
+    ev.add_argument("--planner", choices=("scripted", "llm"), default="scripted",
+                    help="llm: an OpenAI-compatible endpoint from BRAINMEM_LLM_BASE_URL / _MODEL / _API_KEY")
+    ev.add_argument("--config", type=Path, default=None, help="memory parameter file (default: built-in defaults)")
+    ev.add_argument("--via-ros", action="store_true", help="run the episodes through planner_node, kitchen_sim_node "
+                    "and the memory nodes over DDS")
+    ev.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the report here")
+    ev.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw the report")
+    ev.add_argument("--quiet", action="store_true", help="no progress bars")
+    handlers["eval"] = _cmd_eval
 
     params = verbs.add_parser("params", help="list every parameter with its default, range and description")
     params.add_argument("--check", type=Path, default=None, metavar="FILE", help="validate a parameter file")

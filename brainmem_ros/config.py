@@ -77,6 +77,8 @@ class WorkingSection:
     max_actions: int = p(20, "actions kept in the action history", 1, 10000)
     max_entities: int = p(200, "entities kept in the environment snapshot", 1, 100000)
     snapshot_path: str = p("", "JSON file the working memory is saved to and resumed from; empty: beside the store")
+    done_shown: int = p(12, "done steps of the current goal the memory prompt lists (most recent)", 0, 1000)
+    routine_verbs: list = p(["move", "go", "look", "examine", "inventory", "read", "open", "close", "take", "drop"], "actions starting with these words are not listed as done steps in the prompt (getting about and fetching are not progress; what is held is listed apart)")
 
 
 @dataclass(frozen=True)

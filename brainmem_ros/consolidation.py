@@ -167,6 +167,10 @@ class Consolidator:
         if goal.status is GoalStatus.FAILED:
             failed_steps = [a for a, ok in wm.goal_actions.get(goal.id, []) if not ok]
             detail = f" (last failed step: {failed_steps[-1]})" if failed_steps else ""
+            why = [t.text for t in wm.traces if t.kind is TraceKind.ACTION and t.success is False
+                   and t.goal_id in ("", goal.id) and failed_steps and (t.action or "") == failed_steps[-1]]
+            if why:  # what the world said when it failed: the lesson, not just the name of the step
+                detail = f" (last failed step: {why[-1][:300]})"
             text = f"last attempt at '{goal.description.rstrip('.')}' failed{detail}"
             if text in existing_warnings:
                 strengthen.append((existing_warnings[text].id, cfg.warning_importance))

@@ -1,8 +1,13 @@
-"""``brainmem-ros demo``: the memory system as ROS nodes, fed a recorded kitchen run, questioned.
+"""``brainmem-ros demo``: the main job, and a recorded-run walkthrough.
 
-Starts ``brainmem-ros bringup`` as its own process on a fresh store, replays ``bags/kitchen_run``
-into it over DDS, lets consolidation run, then asks ``/retrieve_memory`` a few questions from this
-process and prints the answers and the memory prompt the planner would see.
+``run_demo()`` (the default, ``make demo``): the memory nodes, ``kitchen_sim_node`` and a
+``planner_node`` per condition as separate processes talking over DDS, on the embedded default
+store; a few kitchen episodes with interruptions under ``window``, ``brainmem`` and ``full``; a
+table, a JSON report and a plot.
+
+``run_bag_demo()`` (``brainmem-ros demo --bag``): starts ``brainmem-ros bringup`` on a fresh store,
+replays ``bags/kitchen_run`` into it over DDS, lets consolidation run, then asks
+``/retrieve_memory`` a few questions and prints the answers and the memory prompt.
 """
 from __future__ import annotations
 
@@ -14,7 +19,27 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["run_demo", "QUESTIONS"]
+__all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
+
+DEMO_SEEDS = "0-5"
+
+
+def run_demo(out: Path = Path("results"), seeds: str = DEMO_SEEDS) -> int:
+    from brainmem_ros.evaluation.plot import plot_eval
+    from brainmem_ros.evaluation.runner import EvalSettings, parse_seeds, table, write_json
+    from brainmem_ros.evaluation.via_ros import evaluate_via_ros
+
+    settings = EvalSettings(env="kitchen", seeds=parse_seeds(seeds), interruptions=True, window=5, max_steps=100)
+    print(f"[demo] our kitchen, seeds {seeds}, a timer interrupts each episode; K = {settings.window}; "
+          f"conditions {', '.join(settings.conditions)}", flush=True)
+    print("[demo] starting the memory nodes, kitchen_sim_node and one planner_node per condition (DDS)", flush=True)
+    report = evaluate_via_ros(settings)
+    print()
+    print(table(report))
+    write_json(report, str(out / "demo_eval.json"))
+    plot_eval([report], out / "demo_eval.png")
+    print(f"\n[demo] report {out / 'demo_eval.json'}, plot {out / 'demo_eval.png'}; {report['wall_s']} s")
+    return 0
 
 QUESTIONS = [
     ("where is the butter?", "make a sandwich"),
@@ -33,7 +58,7 @@ def _bag() -> Path:
     return Path(get_package_share_directory("brainmem_ros")) / "bags" / "kitchen_run"
 
 
-def run_demo(timeout_s: float = 120.0) -> int:
+def run_bag_demo(timeout_s: float = 120.0) -> int:
     import rclpy
 
     from brainmem_ros.bag import replay

@@ -106,9 +106,12 @@ _RULES: list[tuple[re.Pattern, str, tuple[str, ...]]] = [
     (re.compile(rf"\b(?:in|on|inside)\s+(?:{_ARTICLE})?(?P<y>{_NP}),?\s+(?:you\s+(?:see|can see|notice|find)|there\s+(?:is|are))\s+"
                 rf"(?P<list>{_LIST}){_END}"), "contains", (" see", "notice", "find", "there ",)),
     # "you open the fridge", "opened the cupboard", "you turn on the coffee machine"
-    (re.compile(rf"\b(?:you\s+)?(?P<verb>open|opened|opens|close|closed|closes|turn on|turned on|switch on|switched on|"
-                rf"turn off|turned off|switch off|switched off|slice|sliced|dice|diced|chop|chopped|fry|fried|"
-                rf"roast|roasted|grill|grilled|clean|cleaned|wipe|wiped|toast|toasted)\s+(?:{_ARTICLE})?(?P<x>{_NP})"
+    # (present tense only after "you": a bare "slice bread" is an instruction, not something done)
+    (re.compile(rf"\b(?:you\s+(?P<verb>open|opens|close|closes|turn on|switch on|turn off|switch off|slice|dice|chop|"
+                rf"fry|roast|grill|clean|wipe|toast|opened|closed|turned on|switched on|turned off|switched off|sliced|"
+                rf"diced|chopped|fried|roasted|grilled|cleaned|wiped|toasted)|(?P<past>opened|closed|turned on|switched on|"
+                rf"turned off|switched off|sliced|diced|chopped|fried|roasted|grilled|cleaned|wiped|toasted))\s+"
+                rf"(?:{_ARTICLE})?(?P<x>{_NP})"
                 rf"(?:\s+(?:with|using|on|in)\s+{_NP})?{_END}"), "verb_state", ("open", "clos", "turn", "switch", "slic", "dic", "chop", "fr", "roast", "grill", "clean", "wip", "toast",)),
     # "the fridge is open", "the coffee machine is on"
     (re.compile(rf"(?:^|[.!?;,]\s*)(?:{_ARTICLE})?(?P<x>{_NP})\s+(?:is|are)\s+(?:now\s+)?(?P<state>"
@@ -172,7 +175,7 @@ def extract(text: str, vocabulary: Vocabulary, pattern: re.Pattern | None = None
                     for item in _split_list(groups["list"]):
                         add(Relation(item, "location", place))
                 elif kind == "verb_state":
-                    add(Relation(canonical(groups["x"]), "state", _VERB_STATE[groups["verb"]]))
+                    add(Relation(canonical(groups["x"]), "state", _VERB_STATE[groups["verb"] or groups["past"]]))
                 elif kind == "state":
                     add(Relation(canonical(groups["x"]), "state", groups["state"]))
     return Extraction(entities, relations)

@@ -175,10 +175,14 @@ class BrainMemory:
 
     # -- goals and outcomes --------------------------------------------------------------------
     def push_goal(self, agent_id: str, description: str, temporary: bool = False, goal_id: str = "",
-                  parent_id: str = "") -> Goal:
+                  parent_id: str = "", fresh_world: bool = False) -> Goal:
+        """Push a goal. ``fresh_world``: the world was reset under the agent (a new episode): the
+        entity snapshot (where things are, what is held) goes; long-term memory stays."""
         check_agent(agent_id)
         check_text(description, "goal description", self.config.encoding.max_text_chars)
         with self._lock:
+            if fresh_world:
+                self.working.agent(agent_id).environment.clear()
             goal = self.working.agent(agent_id).push(Goal(goal_id, description, agent_id, parent_id,
                                                           temporary=temporary))
         self.store.upsert_goal(goal)

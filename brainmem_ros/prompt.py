@@ -11,7 +11,7 @@ from typing import Sequence
 
 from brainmem_ros.trace import Recall, Zone
 
-__all__ = ["TEMPLATES", "TaskState", "render", "time_ago"]
+__all__ = ["TEMPLATES", "TaskState", "render", "render_merged", "splice_task_section", "time_ago"]
 
 TEMPLATES = {
     "en": {
@@ -124,3 +124,34 @@ def render(recalls: Sequence[Recall], warnings: Sequence[str], task: TaskState, 
     lines.append(" ".join(state))
     lines.append(t["instruction"])
     return "\n".join(lines)
+
+
+def render_merged(results: Sequence[tuple[Sequence[Recall], Sequence[str]]], task: TaskState, now: float,
+                  language: str = "en", limit: int = 0) -> str:
+    """One memory prompt from several retrievals (a planner asking more than one question before an
+    action): each memory once, at its best score, the warnings first, then newest first, so that a
+    reader who folds the memories in order ends with the latest state of the world."""
+    best: dict[str, Recall] = {}
+    warnings: list[str] = []
+    for recalls, warns in results:
+        for w in warns:
+            if w not in warnings:
+                warnings.append(w)
+        for recall in recalls:
+            key = recall.entry.id or recall.entry.content
+            if key not in best or recall.score > best[key].score:
+                best[key] = recall
+    ordered = sorted(best.values(), key=lambda r: (r.entry.created, r.score), reverse=True)
+    if limit:
+        ordered = sorted(sorted(ordered, key=lambda r: r.score, reverse=True)[:limit],
+                         key=lambda r: (r.entry.created, r.score), reverse=True)
+    return render(ordered, warnings, task, now, language)
+
+
+def splice_task_section(prompt: str, source: str, language: str = "en") -> str:
+    """``prompt`` with its task-and-state section taken from ``source`` (a prompt the store rendered
+    with the working memory a client cannot see)."""
+    header = TEMPLATES[language]["task"]
+    if header not in prompt or header not in source:
+        return prompt
+    return prompt[:prompt.index(header)] + source[source.index(header):]

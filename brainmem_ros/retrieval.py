@@ -406,8 +406,7 @@ class Retriever:
         hits.sort(key=lambda h: -h[0])
         return list(dict.fromkeys(text for _, text in hits))[:3]
 
-    @staticmethod
-    def task_state(working: Optional[AgentWorkingMemory]) -> TaskState:
+    def task_state(self, working: Optional[AgentWorkingMemory]) -> TaskState:
         if working is None or not working.stack:
             return TaskState(holding=working.holding() if working else ())
         main, active = working.main_goal(), working.active_goal()
@@ -416,8 +415,14 @@ class Retriever:
         return TaskState(main_goal=main.description,
                          active_goal=resume.description if temporary else active.description,
                          interruption=temporary[-1].description if temporary else "",
-                         done_steps=working.done_steps(resume.id if temporary else active.id)[-8:],
+                         done_steps=self._progress(working.done_steps(resume.id if temporary else active.id)),
                          holding=working.holding())
+
+
+    def _progress(self, steps: list[str]) -> list[str]:
+        cfg = self.config.working
+        shown = [s for s in steps if s.split() and s.split()[0].lower() not in cfg.routine_verbs]
+        return shown[-cfg.done_shown:] if cfg.done_shown else []
 
 
 class _Clock:

@@ -98,6 +98,13 @@ def entry_from_msg(msg: MemoryEntry) -> Entry:
                  warning=msg.warning)
 
 
+def recall_from_msg(msg: MemoryEntry) -> Recall:
+    """A retrieval result back into the core's terms (a client merging several retrievals)."""
+    entry = entry_from_msg(msg)
+    entry.id = msg.id
+    return Recall(entry, float(msg.score), float(msg.score), list(msg.routes), float(msg.importance))
+
+
 def entry_to_msg(entry: Entry, recall: Optional[Recall] = None, with_embedding: bool = False) -> MemoryEntry:
     msg = MemoryEntry(id=entry.id, agent_id=entry.agent_id, shared=entry.shared, zone=entry.zone.value,
                       content=entry.content, entities=list(entry.entities),

@@ -104,7 +104,8 @@ class StoreNode(Node):
     def on_update_goal(self, request, response):
         op, g = request.operation, request.goal
         if op == UpdateGoal.Request.OP_PUSH:
-            goal = self.memory.push_goal(g.agent_id, g.description, g.temporary, g.id, g.parent_id)
+            goal = self.memory.push_goal(g.agent_id, g.description, g.temporary, g.id, g.parent_id,
+                                         fresh_world=request.fresh_world)
         elif op in (UpdateGoal.Request.OP_COMPLETE, UpdateGoal.Request.OP_FAIL, UpdateGoal.Request.OP_POP):
             status = {UpdateGoal.Request.OP_COMPLETE: GoalStatus.COMPLETED,
                       UpdateGoal.Request.OP_FAIL: GoalStatus.FAILED}.get(op)

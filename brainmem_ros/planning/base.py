@@ -9,7 +9,7 @@ from typing import Protocol, Sequence
 
 from brainmem_ros.errors import BrainMemError
 
-__all__ = ["PlanningContext", "Planner", "PlannerError", "closest_action"]
+__all__ = ["PlanningContext", "Planner", "PlannerError", "closest_action", "detect_interruption", "detect_resolution"]
 
 
 class PlannerError(BrainMemError):
@@ -26,6 +26,9 @@ class PlanningContext:
 
 
 class Planner(Protocol):
+    """Chooses the next action. Planners may also offer ``memory_queries(context) -> list[str]``
+    (what to ask the memory this step; default: the observation) and ``reset(seed)``."""
+
     name: str
 
     def decide(self, context: PlanningContext) -> str: ...
@@ -56,3 +59,23 @@ def closest_action(answer: str, valid_actions: Sequence[str]) -> str:
     if close:
         return by_norm[close[0]]
     raise PlannerError(f"the answer {answer[:80]!r} matches no valid action")
+
+
+_ALARM = re.compile(r"\b(?:an?|the) ([a-z][a-z ]*?) (?:rings|is ringing|beeps|goes off) in the ([a-z][a-z ]*?)[!.]\s*([^.!\n]*)", re.I)
+_RESOLVED = re.compile(r"\byou (?:switch|turn) off the ([a-z][a-z ]*?)\.|\bthe (?:ringing|beeping) stops\b", re.I)
+
+
+def detect_interruption(observation: str) -> str:
+    """The temporary goal an alarm in this observation raises ("switch off the timer in the
+    hallway"), or "" when there is none. Generic words about alarms, no environment's internals."""
+    m = _ALARM.search(observation)
+    if not m:
+        return ""
+    todo = m.group(3).strip().rstrip(",") or f"switch off the {m.group(1)}"
+    todo = re.split(r",\s*then\b", todo)[0].strip()
+    return f"{todo} in the {m.group(2)}"
+
+
+def detect_resolution(observation: str) -> bool:
+    """Whether this observation says the alarm was dealt with."""
+    return _RESOLVED.search(observation) is not None

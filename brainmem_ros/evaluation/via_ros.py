@@ -1,0 +1,118 @@
+"""``brainmem-ros eval --via-ros``: the same episodes through the ROS nodes, each in its own process.
+
+The memory nodes (``brainmem-ros bringup``), ``kitchen_sim_node`` and, per condition, a
+``planner_node`` talk over DDS exactly as on a robot. The planner writes its episode records; the
+figures come from the same ``metrics`` as in-process, so the two runs can be compared line by line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from brainmem_ros.evaluation.episode import EpisodeRecord
+from brainmem_ros.evaluation.metrics import summarise
+from brainmem_ros.evaluation.runner import EvalSettings
+
+__all__ = ["evaluate_via_ros", "NodeProcesses"]
+
+
+def _python_module(module: str, *ros_args: str) -> list[str]:
+    return [sys.executable, "-m", module, "--ros-args", *ros_args]
+
+
+class NodeProcesses:
+    """The memory nodes and the kitchen as child processes; stopped (SIGINT, then SIGKILL) on exit."""
+
+    def __init__(self, settings: EvalSettings, folder: Path, log=sys.stderr):
+        self.settings, self.folder, self.log = settings, folder, log
+        self.children: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "NodeProcesses":
+        ready = self.folder / "memory.ready"
+        memory = [sys.executable, "-m", "brainmem_ros.cli", "bringup", "--store", str(self.folder / "memory.db"),
+                  "--ready-file", str(ready)]
+        if self.settings.config_path:
+            memory += ["--config", self.settings.config_path]
+        self._start(memory, "memory")
+        sim = ["-p", f"env:={self.settings.env}", "-p", f"fold:={self.settings.fold}",
+               "-p", f"interruptions:={str(self.settings.interruptions).lower()}"]
+        if self.settings.game_params:
+            sim += ["-p", f"game_params:={self.settings.game_params}"]
+        self._start(_python_module("brainmem_ros.nodes.kitchen_sim_node", *sim), "kitchen")
+        deadline = time.monotonic() + 120.0
+        while not ready.exists():
+            if time.monotonic() > deadline or any(c.poll() is not None for c in self.children):
+                raise RuntimeError("the memory nodes or the kitchen did not start; see the log above")
+            time.sleep(0.2)
+        return self
+
+    def _start(self, command: list[str], name: str) -> subprocess.Popen:
+        out = open(self.folder / f"{name}.log", "w")
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.children.append(child)
+        return child
+
+    def __exit__(self, *exc) -> None:
+        for child in reversed(self.children):
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGINT)
+        for child in reversed(self.children):
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+
+
+def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]:
+    return _python_module(
+        "brainmem_ros.nodes.planner_node", "-p", f"backend:={settings.planner}", "-p", f"condition:={condition}",
+        "-p", f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p", f"attempts:={settings.attempts}",
+        "-p", f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}", "-p", f"top_k:={settings.top_k}",
+        "-p", f"agent_id:=robot-{condition}", "-p", f"results_file:={results}", "-p", "exit_when_done:=true",
+        "-r", "__node:=planner_" + condition)
+
+
+def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: float = 3600.0) -> dict:
+    from tqdm import tqdm
+
+    report = {"config": dict(settings.to_dict(), via_ros=True), "conditions": {}}
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="brainmem-eval-ros-") as name:
+        folder = Path(name)
+        with NodeProcesses(settings, folder):
+            for condition in settings.conditions:
+                results = folder / f"{condition}.json"
+                bar = tqdm(total=len(settings.seeds) * settings.attempts, desc=f"{settings.env}/{condition} (ROS)",
+                           unit="ep", disable=not progress)
+                child = subprocess.Popen(_planner(settings, condition, results), stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                deadline = time.monotonic() + timeout_s
+                log = []
+                for line in child.stdout:
+                    log.append(line)
+                    if line.startswith("EPISODE "):
+                        bar.update(1)
+                    if time.monotonic() > deadline:
+                        os.killpg(child.pid, signal.SIGKILL)
+                        break
+                child.wait()
+                bar.close()
+                if not results.exists():
+                    raise RuntimeError(f"planner_node ({condition}) wrote no results; its log:\n" + "".join(log[-40:]))
+                rows = json.loads(results.read_text())
+                errors = [r for r in rows if "error" in r]
+                if errors:
+                    raise RuntimeError(f"planner_node ({condition}): {errors[0]['error']}")
+                records = [EpisodeRecord(**r) for r in rows]
+                summary = summarise(records)
+                summary["episodes_detail"] = [dict(r.to_dict(), actions=len(r.actions)) for r in records]
+                report["conditions"][condition] = summary
+    report["wall_s"] = round(time.time() - started, 1)
+    return report
