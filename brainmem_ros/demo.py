@@ -21,7 +21,7 @@ from pathlib import Path
 
 __all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
 
-DEMO_SEEDS = "0-5"
+DEMO_SEEDS = "0-9"
 
 
 def run_demo(out: Path = Path("results"), seeds: str = DEMO_SEEDS) -> int:

@@ -22,7 +22,7 @@ class TinyEnvironment(Node):
         self.create_service(EnvStep, "/kitchen/step", self.on_step)
 
     def on_step(self, request, response):
-        if not request.action:
+        if request.reset:
             self.state = "start"
         elif (self.state, request.action) in MOVES:
             self.state = MOVES[(self.state, request.action)]

@@ -74,10 +74,13 @@ def test_interruption_is_in_the_prompt_with_the_task_to_return_to(make_memory, h
     memory = make_memory(hashing)
     main = memory.push_goal("a", "make a sandwich")
     memory.act("a", "take bread", True, "You take the bread.", goal_id=main.id)
+    memory.act("a", "move north", True, "You are in the kitchen.", goal_id=main.id)
+    memory.act("a", "slice bread", True, "You slice the bread.", goal_id=main.id)
     memory.push_goal("a", "turn off the ringing timer", temporary=True)
     prompt = memory.retrieve(RetrievalRequest("a", "what next")).prompt
     assert "Interrupted by: turn off the ringing timer. When it is handled, return to: make a sandwich." in prompt
-    assert "Done: 1. take bread." in prompt
+    assert "Done: 1. slice bread." in prompt  # fetching and walking are not progress; the hand is listed apart
+    assert "Holding: bread." in prompt
     memory.finish_goal("a", "", GoalStatus.COMPLETED)
     prompt = memory.retrieve(RetrievalRequest("a", "what next")).prompt
     assert "Interrupted" not in prompt and "Goal: make a sandwich." in prompt

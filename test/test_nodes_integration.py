@@ -197,16 +197,16 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
         env.wait_for_line("READY", timeout=30)
         with FakeChatServer() as fake:
             planner = Child(["-m", "brainmem_ros.nodes.planner_node", "--ros-args", "-p", "agent_id:=planbot",
-                             "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake"], cwd=REPO)
+                             "-p", "backend:=llm", "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake"], cwd=REPO)
             try:
-                line = planner.wait_for_line("episode 0:", timeout=60)
+                line = planner.wait_for_line("episode seed=0 attempt=0", timeout=60)
             finally:
                 planner.stop()
-            assert "'success': True" in line and "'steps': 2" in line, planner.output()
+            assert "success after 2 steps" in line, planner.output()
             assert len(fake.requests) == 2
             assert all("## Relevant memories" in r["messages"][-1]["content"] for r in fake.requests)
     finally:
         env.stop()
-    procedure = client.wait_until(lambda: [m.content for m in retrieve(client, "planbot", "how do I fetch the milk?",
+    procedure = client.wait_until(lambda: [m.content for m in retrieve(client, "planbot-s0", "how do I fetch the milk?",
                                                                        zones=["procedural"]).memories])
     assert "1. open fridge; 2. take milk from fridge" in procedure[0]

@@ -33,10 +33,10 @@ def plot_eval(reports: list[dict], path: Path) -> Path:
         title = f"{cfg['env']}: {len(cfg['seeds'])} seeds" + (f", {cfg['fold']} fold" if cfg["env"] == "cookingworld" else "")
         title += f", K={cfg['window']}" + (", interruptions" if cfg["interruptions"] else "")
         title += f", {cfg['attempts']} attempts" if cfg["attempts"] > 1 else ""
-        ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics], ylim=(0, 110),
+        ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics], ylim=(0, 128),
                ylabel="% of episodes", title=title)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", ncol=len(conditions), frameon=False)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)

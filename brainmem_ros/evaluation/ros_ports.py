@@ -44,7 +44,7 @@ class RosEnvironment:
                         {"failure": r.failure, "interrupted": r.interrupted, "timer_handled": r.interruption_handled})
 
     def reset(self, seed: int) -> EnvState:
-        return self._state(_call(self.client, self.EnvStep.Request(agent_id=self.agent_id, action="", seed=seed),
+        return self._state(_call(self.client, self.EnvStep.Request(agent_id=self.agent_id, reset=True, seed=seed),
                                  self.timeout_s))
 
     def step(self, action: str) -> EnvState:

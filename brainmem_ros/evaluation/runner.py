@@ -42,13 +42,16 @@ class EvalSettings:
 def parse_seeds(text: str) -> list[int]:
     """"0-29" -> 0..29; "1,4,7" and "0-4,9" work too."""
     seeds: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            seeds += list(range(int(lo), int(hi) + 1))
-        elif part:
-            seeds.append(int(part))
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                seeds += list(range(int(lo), int(hi) + 1))
+            elif part:
+                seeds.append(int(part))
+    except ValueError:
+        raise ValueError(f"seeds must be non-negative integers or ranges like 0-29, got {text!r}") from None
     if not seeds or min(seeds) < 0:
         raise ValueError(f"seeds must be non-negative integers or ranges like 0-29, got {text!r}")
     return seeds

@@ -1,6 +1,6 @@
 """kitchen_sim_node: our kitchen (or CookingWorld) as a ROS node: actions in, observations out.
 
-Serves ``/kitchen/step`` (EnvStep; an empty action resets to ``seed``) and publishes every
+Serves ``/kitchen/step`` (EnvStep; ``reset`` starts episode ``seed``) and publishes every
 observation on ``/kitchen/observation`` for anyone watching. One episode per agent id, so several
 planners can share one node. The planner sees exactly what the in-process evaluation shows it.
 """
@@ -53,12 +53,14 @@ class KitchenSimNode(Node):
         try:
             with self._lock:
                 env = self.episodes.get(agent)
-                if not request.action.strip():
+                if request.reset:
                     if env is None:
                         env = self.episodes[agent] = self._make()
                     state = env.reset(int(request.seed))
                 elif env is None:
-                    raise BrainMemError(f"agent {agent!r} has no episode; reset first (an empty action)")
+                    raise BrainMemError(f"agent {agent!r} has no episode; reset first (reset: true)")
+                elif not request.action.strip():
+                    raise BrainMemError("empty action; to start an episode set reset: true")
                 else:
                     state = env.step(request.action[:500])
         except (BrainMemError, ValueError) as exc:

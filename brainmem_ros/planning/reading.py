@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
+from brainmem_ros.extraction import canonical
+
 __all__ = ["Belief", "Event", "read_belief", "memory_events", "norm", "looks_failed", "ROUTINE_VERBS"]
 
 ROUTINE_VERBS = ("move", "go", "look", "examine", "inventory", "read", "open", "close", "take", "drop")
@@ -21,7 +23,7 @@ _ARTICLES = re.compile(r"\b(?:the|a|an|some)\b\s*")
 _HERE = re.compile(r"you are in the ([a-z][a-z ]*?)(?:\.|$)")
 _EXIT = re.compile(r"to the (north|south|east|west) you see the ([a-z][a-z ]*?)(?:\.|$)")
 _MENTION = re.compile(r"\b(?:a|an|some) ([a-z][a-z -]*?)(?= that\b|,| and\b|\.|$| on it| pinned\b)")
-_HOLDS = re.compile(r"\b(?:a|an|some)?\s*([a-z][a-z -]*?)\s+that\s+(?:has|contains)\s+(.+?)(?: on it)?(?=[.;]|, (?:a|an) [a-z -]+ that|, and (?:a|an) |$)")
+_HOLDS = re.compile(r"\b(?:a|an|some) (?:open )?([a-z][a-z -]*?),? that (?:has|contains) (.+?)(?: on it)?(?=[.;]|, (?:a|an) [a-z -]+ that|, and (?:a|an) |$)")
 _OPENED = re.compile(r"you open the ([a-z][a-z ]*?)\.\s*(?:the [a-z ]+ contains (.+?)\.|it(?: is|'s) empty)")
 _CLOSED = re.compile(r"\b(?:a|an) ([a-z][a-z -]*?) that is closed")
 _TAKE = re.compile(r"you take the ([a-z][a-z -]*?)(?: from the [a-z ]+)?(?:\.|$| \(success\))")
@@ -211,7 +213,10 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
         b.held.discard(m.group(1))
         b.where[m.group(1)] = (b.room, m.group(2))
     if low.startswith(("you are carrying", "inventory:", "you are holding")):
-        b.held = set(_names_in(low, names)) | ({n for n in b.held if n not in names} if low.startswith("you are holding") else set())
+        listed = re.sub(r"^(?:you are carrying|inventory:|you are holding)\s*", "", low.rstrip("."))
+        b.held = {canonical(x) for x in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed)
+                  if canonical(x) and canonical(x) != "nothing"}
+        b.held |= set(_names_in(listed, names))
     alarm = None if e.recalled else _ALARM.search(low)
     if alarm:
         b.alarm = (alarm.group(2), alarm.group(3).strip() or f"switch off the {alarm.group(1)}")
