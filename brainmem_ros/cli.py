@@ -139,6 +139,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from brainmem_ros.errors import BrainMemError
+    from brainmem_ros.inspection import describe, inspect_store, to_json
+
+    try:
+        report = inspect_store(args.store)
+    except BrainMemError as exc:
+        print(f"brainmem-ros inspect: {exc}", file=sys.stderr)
+        return 2
+    print(to_json(report) if args.json else describe(report))
+    return 0 if report["integrity_ok"] else 1
+
+
 def _cmd_params(args: argparse.Namespace) -> int:
     from brainmem_ros.config import ConfigError, defaults_yaml, iter_params
 
@@ -222,6 +235,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     ev.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw the report")
     ev.add_argument("--quiet", action="store_true", help="no progress bars")
     handlers["eval"] = _cmd_eval
+
+    ins = verbs.add_parser("inspect", help="counts per agent and zone, the ids present, the integrity check of a store")
+    ins.add_argument("--store", required=True, help="the SQLite file of a memory store")
+    ins.add_argument("--json", action="store_true", help="machine-readable: ids, counts, integrity_ok, ...")
+    handlers["inspect"] = _cmd_inspect
 
     params = verbs.add_parser("params", help="list every parameter with its default, range and description")
     params.add_argument("--check", type=Path, default=None, metavar="FILE", help="validate a parameter file")

@@ -113,11 +113,14 @@ class Consolidator:
             vectors = self.embedder.embed([text for _, text in texts_to_embed])
             for (entry, _), vector in zip(texts_to_embed, vectors):
                 entry.embedding = vector
+        promoted = [t.id for t in keep]
         if entries:
-            self.store.add(entries, supersede=tuple(functional))
+            self.store.add(entries, supersede=tuple(functional), journal_remove=promoted)
+        else:
+            self.store.journal_write(remove=promoted)
         for entry_id, importance in strengthen:
             self.store.strengthen(entry_id, importance)
-        wm.take({t.id for t in keep})
+        wm.take(set(promoted))
         wm.new_since_consolidation = 0
         return report
 

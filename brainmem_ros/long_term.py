@@ -147,6 +147,11 @@ class LongTermStore:
                 db.execute("CREATE VIRTUAL TABLE entries_fts_vocab USING fts5vocab(entries_fts, 'row')")
                 db.execute("INSERT INTO meta VALUES ('schema_version', ?), ('dim', ?), ('model', ?)",
                            [str(SCHEMA_VERSION), str(self.dim), model_name])
+        # Working-memory traces, written before an ingest is acknowledged: a store killed at any
+        # moment comes back with every trace it said it had taken (the JSON snapshot holds the rest
+        # of working memory, the goal stack and the entity states, and may lag a few seconds).
+        self._conn.execute("CREATE TABLE IF NOT EXISTS journal (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, "
+                           "stamp REAL NOT NULL, trace TEXT NOT NULL)")
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         if int(meta.get("dim", self.dim)) != self.dim:
             raise StoreUnavailable(f"{self.path} holds {meta['dim']}-d embeddings, this store uses {self.dim}-d")
@@ -267,8 +272,37 @@ class LongTermStore:
                 if zone in zone_values and owner in (agent_id, SHARED_OWNER)]
 
     # -- writes ------------------------------------------------------------------------------
-    def add(self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state")) -> list[str]:
-        """Store entries atomically; returns their ids once committed.
+    # -- the working-memory journal ------------------------------------------------------------
+    def journal_write(self, add: Sequence[tuple[str, str, float, str]] = (), remove: Sequence[str] = ()) -> None:
+        """One transaction: journal these traces (id, agent, stamp, JSON), forget those ids."""
+        if not add and not remove:
+            return
+        try:
+            with self._transaction() as conn:
+                self._journal_apply(conn, add, remove)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot write the working-memory journal in {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _journal_apply(conn, add, remove) -> None:
+        if remove:
+            conn.executemany("DELETE FROM journal WHERE id = ?", [(i,) for i in remove])
+        if add:
+            conn.executemany("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)", list(add))
+
+    def journal(self) -> list[tuple[str, str, str]]:
+        """(id, agent, JSON) of every journaled trace, oldest first."""
+        with self._lock:
+            return self._conn.execute("SELECT id, agent_id, trace FROM journal ORDER BY stamp, rowid").fetchall()
+
+    def working_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._conn.execute("SELECT agent_id, COUNT(*) FROM journal GROUP BY agent_id").fetchall())
+
+    def add(self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state"),
+            journal_remove: Sequence[str] = ()) -> list[str]:
+        """Store entries atomically; returns their ids once committed. ``journal_remove``: working
+        traces these entries replace, dropped from the journal in the same transaction.
 
         Relations of new semantic facts and observed episodes whose predicate is in ``supersede``
         close the current relation with the same agent, subject and predicate (and mark its entry
@@ -328,6 +362,7 @@ class LongTermStore:
                     conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (rowid,))
             if pending:
                 conn.executemany(insert_relations, pending)
+            self._journal_apply(conn, (), journal_remove)
         self._index_add(added)
         self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
         for rowid, hidden in hidden_changes:
@@ -756,9 +791,13 @@ class LongTermStore:
                 out[agent][zone] = n
         return dict(out)
 
-    def ids(self) -> list[str]:
+    def ids(self, working: bool = False) -> list[str]:
+        """Long-term ids in insertion order; with ``working``, then the journaled working traces."""
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT id FROM entries ORDER BY rowid")]
+            ids = [r[0] for r in self._conn.execute("SELECT id FROM entries ORDER BY rowid")]
+            if working:
+                ids += [r[0] for r in self._conn.execute("SELECT id FROM journal ORDER BY stamp, rowid")]
+            return ids
 
     def __len__(self) -> int:
         with self._lock:

@@ -18,7 +18,7 @@ from brainmem_ros.config import MemoryConfig
 from brainmem_ros.consolidation import ConsolidationReport, Consolidator
 from brainmem_ros.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.encoding import Encoder, EncodingContext, Event
-from brainmem_ros.errors import InvalidRequest
+from brainmem_ros.errors import InvalidRequest, StoreUnavailable
 from brainmem_ros.extraction import Vocabulary, extract
 from brainmem_ros.forgetting import ForgettingReport, decayed_importance, forget
 from brainmem_ros.importance import after_outcome
@@ -27,7 +27,7 @@ from brainmem_ros.retrieval import RetrievalRequest, RetrievalResult, Retriever
 from brainmem_ros.trace import Entry, Goal, GoalStatus, Trace, TraceKind, Zone
 from brainmem_ros.vector_index import IndexSettings
 from brainmem_ros.validation import check_agent, check_embedding, check_position, check_text, check_unit
-from brainmem_ros.working_memory import AgentWorkingMemory, WorkingMemory
+from brainmem_ros.working_memory import AgentWorkingMemory, WorkingMemory, trace_from_json, trace_to_json
 
 __all__ = ["BrainMemory"]
 
@@ -50,6 +50,7 @@ class BrainMemory:
         self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities, self.config.encoding.places)
         snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"
         self.working = WorkingMemory(self.config.working, Path(snapshot).expanduser())
+        self._resume_traces()
         self.encoder = Encoder(self.embedder, self.vocabulary, self.config.importance,
                                self.config.encoding.max_text_chars)
         self.retriever = Retriever(self.config, self.store, self.embedder, self.vocabulary)
@@ -57,6 +58,30 @@ class BrainMemory:
         self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
         self._finished: dict[str, Goal] = {}
         self._lock = threading.RLock()
+
+    def _resume_traces(self) -> None:
+        """Working traces come back from the journal (complete up to the last acknowledged ingest),
+        not from the snapshot (which may lag); a store from before the journal adopts the snapshot's."""
+        rows = self.store.journal()
+        if not rows:
+            legacy = [t for wm in self.working.agents.values() for t in wm.traces]
+            self.store.journal_write([(t.id, t.agent_id, t.timestamp, trace_to_json(t)) for t in legacy])
+            return
+        by_agent: dict[str, list[Trace]] = {}
+        for _id, agent, text in rows:
+            by_agent.setdefault(agent, []).append(trace_from_json(text))
+        for wm in self.working.agents.values():
+            if wm.agent_id not in by_agent:
+                wm.traces.clear()
+        for agent, traces in by_agent.items():
+            wm = self.working.agent(agent)
+            known = {t.id for t in wm.traces}
+            wm.traces.clear()
+            wm.traces.extend(traces)
+            for trace in traces:  # what the snapshot missed updates the entity states too
+                if trace.id not in known:
+                    for rel in trace.relations:
+                        wm._observe(rel, trace)
 
     # -- encoding ------------------------------------------------------------------------------
     def encode(self, events: Sequence[Event]) -> list[Trace]:
@@ -69,8 +94,18 @@ class BrainMemory:
             self._validate_trace(trace)
         with self._lock:
             traces = self.encoder.score(traces, self._context_for)
+            evicted: list[str] = []
             for trace in traces:
-                self.working.agent(trace.agent_id).add(trace)
+                wm = self.working.agent(trace.agent_id)
+                if len(wm.traces) == wm.traces.maxlen:
+                    evicted.append(wm.traces[0].id)
+                wm.add(trace)
+            try:  # on disk before it is acknowledged
+                self.store.journal_write([(t.id, t.agent_id, t.timestamp, trace_to_json(t)) for t in traces], evicted)
+            except StoreUnavailable:
+                for trace in traces:
+                    self.working.agent(trace.agent_id).take({trace.id})
+                raise
             due = {t.agent_id for t in traces
                    if self.config.consolidation.every_n_traces
                    and self.working.agent(t.agent_id).new_since_consolidation >= self.config.consolidation.every_n_traces}

@@ -176,6 +176,14 @@ class AgentWorkingMemory:
         return wm
 
 
+def trace_to_json(t: Trace) -> str:
+    return json.dumps(_trace_to_dict(t))
+
+
+def trace_from_json(text: str) -> Trace:
+    return _trace_from_dict(json.loads(text))
+
+
 def _trace_to_dict(t: Trace) -> dict:
     d = asdict(t)
     d["kind"] = t.kind.value

@@ -123,6 +123,17 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         forgetting = memory.forget(decay=True)
         memory.close()
         disk = _disk_bytes(folder / "memory.db")
+        # Restart: open the store again as a node would after a crash or a reboot, first with the saved
+        # vector index, then with it deleted (rebuilt from SQLite).
+        restart = {}
+        for label in ("restart_s", "restart_rebuild_s"):
+            if label == "restart_rebuild_s":
+                for graph in folder.glob("memory.db.index/*"):
+                    graph.unlink()
+            t0 = time.perf_counter()
+            reopened = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}), embedder=embedder)
+            restart[label] = time.perf_counter() - t0
+            reopened.close()
         return {
             "entries": n,
             "retrieve_p50_ms": _pct(with_embed, 50), "retrieve_p99_ms": _pct(with_embed, 99),
@@ -136,6 +147,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
             "forget_pass_s": forgetting.seconds, "forget_archived": forgetting.archived,
             "bytes_per_entry": disk / n,
             "resident_bytes_per_entry": max(0, rss_after - rss_before) / n,
+            **restart,
         }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
