@@ -152,6 +152,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0 if report["integrity_ok"] else 1
 
 
+def _cmd_loadtest(args: argparse.Namespace) -> int:
+    from brainmem_ros.loadtest import describe, run_loadtest
+
+    if args.clients < 1 or args.seconds <= 0 or args.rate < 0:
+        print("brainmem-ros loadtest: --clients >= 1, --seconds > 0, --rate >= 0", file=sys.stderr)
+        return 2
+    report = run_loadtest(args.clients, args.seconds, args.rate, args.external, args.config, args.json)
+    print(describe(report))
+    return 0 if report["errors"] == 0 else 1
+
+
 def _cmd_params(args: argparse.Namespace) -> int:
     from brainmem_ros.config import ConfigError, defaults_yaml, iter_params
 
@@ -240,6 +251,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     ins.add_argument("--store", required=True, help="the SQLite file of a memory store")
     ins.add_argument("--json", action="store_true", help="machine-readable: ids, counts, integrity_ok, ...")
     handlers["inspect"] = _cmd_inspect
+
+    lt = verbs.add_parser("loadtest", help="N client processes on /retrieve_memory while observations stream in")
+    lt.add_argument("--clients", type=int, default=8)
+    lt.add_argument("--seconds", type=float, default=60.0)
+    lt.add_argument("--rate", type=float, default=50.0, help="observations per second streamed in")
+    lt.add_argument("--external", action="store_true", help="use memory nodes already running (else start them)")
+    lt.add_argument("--config", type=Path, default=None, help="parameter file for the memory nodes it starts")
+    lt.add_argument("--json", type=Path, default=None, metavar="PATH")
+    handlers["loadtest"] = _cmd_loadtest
 
     params = verbs.add_parser("params", help="list every parameter with its default, range and description")
     params.add_argument("--check", type=Path, default=None, metavar="FILE", help="validate a parameter file")

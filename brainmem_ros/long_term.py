@@ -15,6 +15,7 @@ import contextlib
 import re
 import unicodedata
 import logging
+import os
 import math
 import sqlite3
 import threading
@@ -83,13 +84,11 @@ class LongTermStore:
         self._changes_since_save = 0
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
+        self._synchronous = 'FULL' if synchronous == 'FULL' else 'NORMAL'
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
-                                         timeout=10.0)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
-            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn = self._connect()
+            self._identity = self._file_identity()
             self._create_schema(model_name)
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
@@ -158,10 +157,47 @@ class LongTermStore:
         if model_name and meta.get("model") and meta["model"] != model_name:
             raise StoreUnavailable(f"{self.path} was embedded with {meta['model']!r}, not {model_name!r}")
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    def _file_identity(self) -> Optional[tuple[int, int]]:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _ensure_file(self) -> None:
+        """Before a write: if the store file was deleted under the running store, write what this
+        connection still holds back to the path (nothing stored is lost) and carry on there; if it
+        was replaced by another file, refuse rather than mix two stores."""
+        now = self._file_identity()
+        if now == self._identity:
+            return
+        if now is not None:
+            raise StoreUnavailable(f"{self.path} was replaced by another file while the store was open; "
+                                   "refusing to write to it (restart the node to open the new file)")
+        log.warning("%s was deleted while open; restoring it from the open connection", self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            restored = sqlite3.connect(str(self.path))
+            self._conn.backup(restored)
+            restored.close()
+            old, self._conn = self._conn, self._connect()
+            old.close()
+            self._identity = self._file_identity()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(f"{self.path} was deleted and could not be restored: {exc}") from exc
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT; on any error ROLLBACK, so nothing half-written stays."""
         with self._lock:
+            self._ensure_file()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -213,12 +249,17 @@ class LongTermStore:
                 self._where[rowid] = key
 
     def save_index(self) -> None:
+        """Save the approximate-search graphs. They are a cache of SQLite: a failure to save (a full
+        disk) is logged, and the next start rebuilds them."""
         with self._lock:
             for key, part in self._partitions.items():
                 if part.hnsw is not None:
                     path = self._graph_path(key)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    part.save_graph(path)
+                    try:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        part.save_graph(path)
+                    except (OSError, RuntimeError) as exc:
+                        log.warning("could not save the vector index %s (%s); it will be rebuilt at start", path, exc)
             self._changes_since_save = 0
 
     def _index_add(self, rows: list[tuple[int, Entry]]) -> None:

@@ -1,0 +1,190 @@
+"""``brainmem-ros loadtest``: the ROS path under load.
+
+N client processes call ``/retrieve_memory`` as fast as they get answers for T seconds while this
+process streams observations into ``/brainmem/observation`` at R per second and probes, once a
+second, how long a fresh observation takes to show up in working memory (the ingest lag). The
+memory nodes are started here (``brainmem-ros bringup`` on a fresh store, seeded with a few dozen
+kitchen memories) unless ``--external`` says they already run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+from typing import Optional
+
+__all__ = ["run_loadtest"]
+
+QUERIES = ["where is the butter?", "what did I just do?", "is it safe to fill the coffee machine?",
+           "where did I see the knife?", "what is in the fridge?", "how do I make a sandwich?"]
+SEED_TEXTS = [f"the {thing} is on the {place}" for thing in ("butter", "knife", "mug", "tomato", "sponge", "bread")
+              for place in ("counter", "shelf", "dining table", "fridge", "sink")]
+
+
+def _pct(values, q):
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def _worker(seconds: float, out: Path, index: int) -> int:
+    """One client process: retrieve until time is up, write latencies and errors."""
+    import rclpy
+
+    from brainmem_ros.srv import RetrieveMemory
+
+    rclpy.init()
+    node = rclpy.create_node(f"loadtest_client_{index}")
+    client = node.create_client(RetrieveMemory, "/retrieve_memory")
+    latencies, errors = [], []
+    if not client.wait_for_service(timeout_sec=30.0):
+        errors.append("/retrieve_memory not available")
+    else:
+        end = time.monotonic() + seconds
+        i = index
+        while time.monotonic() < end:
+            i += 1
+            request = RetrieveMemory.Request(agent_id="robot", query=QUERIES[i % len(QUERIES)], top_k=5,
+                                             include_working=True, context="make a sandwich")
+            t0 = time.perf_counter()
+            future = client.call_async(request)
+            rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
+            ms = (time.perf_counter() - t0) * 1000
+            if not future.done():
+                errors.append("timeout after 10 s")
+                future.cancel()
+            elif not future.result().success:
+                errors.append(future.result().message)
+            else:
+                latencies.append(ms)
+    out.write_text(json.dumps({"latencies_ms": latencies, "errors": errors}))
+    node.destroy_node()
+    rclpy.shutdown()
+    return 0
+
+
+def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, external: bool = False,
+                 config: Optional[Path] = None, json_path: Optional[Path] = None) -> dict:
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from brainmem_ros.msg import MemoryEntry, Observation
+    from brainmem_ros.srv import GetWorkingMemory, StoreMemory
+
+    folder = Path(tempfile.mkdtemp(prefix="brainmem-loadtest-"))
+    memory = None
+    if not external:
+        ready = folder / "ready"
+        command = [sys.executable, "-m", "brainmem_ros.cli", "bringup", "--store", str(folder / "memory.db"),
+                   "--ready-file", str(ready)] + (["--config", str(config)] if config else [])
+        memory = subprocess.Popen(command, stdout=open(folder / "memory.log", "w"), stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            if memory.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the memory nodes did not start; see {folder / 'memory.log'}")
+            time.sleep(0.2)
+    rclpy.init()
+    node = rclpy.create_node("loadtest")
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+    publisher = node.create_publisher(Observation, "/brainmem/observation", qos)
+    working = node.create_client(GetWorkingMemory, "/brainmem/get_working_memory")
+    store = node.create_client(StoreMemory, "/brainmem/store_memory")
+
+    def call(client, request, timeout=10.0):
+        if not client.wait_for_service(timeout_sec=30.0):
+            raise RuntimeError(f"{client.srv_name} not available")
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+        return future.result() if future.done() else None
+
+    children = []
+    try:
+        call(store, StoreMemory.Request(entries=[MemoryEntry(agent_id="robot", zone="episodic", content=t,
+                                                             importance=0.6) for t in SEED_TEXTS]), 60.0)
+        deadline = time.monotonic() + 20
+        while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        outs = [folder / f"client{i}.json" for i in range(clients)]
+        children = [subprocess.Popen([sys.executable, "-m", "brainmem_ros.loadtest", "--worker", str(seconds),
+                                      str(out), str(i)], start_new_session=True) for i, out in enumerate(outs)]
+        print(f"[loadtest] {clients} clients calling /retrieve_memory for {seconds:.0f} s, "
+              f"{rate:.0f} observations/s streaming in", flush=True)
+        start = time.monotonic()
+        published, lags, next_probe, probe = 0, [], start + 2.0, None
+        period = 1.0 / rate if rate > 0 else None
+        next_obs = start
+        end = start + seconds
+        while time.monotonic() < end:
+            now = time.monotonic()
+            if period and now >= next_obs:
+                text = f"load observation {published}: the mug is on the counter"
+                publisher.publish(Observation(agent_id="robot", text=text, source="loadtest", confidence=1.0))
+                published += 1
+                next_obs += period
+                if probe is None and now >= next_probe:
+                    probe = (text, time.perf_counter())
+            if probe is not None:
+                wm = call(working, GetWorkingMemory.Request(agent_id="robot"), 5.0)
+                if wm is not None and any(t.content == probe[0] for t in wm.traces[:50]):
+                    lags.append((time.perf_counter() - probe[1]) * 1000)
+                    probe, next_probe = None, time.monotonic() + 1.0
+            rclpy.spin_once(node, timeout_sec=0.001)
+            sleep = (next_obs - time.monotonic()) if period else 0.01
+            if sleep > 0:
+                time.sleep(min(sleep, 0.005))
+        for child in children:
+            child.wait(timeout=seconds + 60)
+        latencies, errors = [], []
+        for out in outs:
+            data = json.loads(out.read_text()) if out.exists() else {"latencies_ms": [], "errors": ["no result"]}
+            latencies += data["latencies_ms"]
+            errors += data["errors"]
+        report = {
+            "clients": clients, "seconds": seconds, "observations_per_s": rate, "calls": len(latencies) + len(errors),
+            "calls_per_s": (len(latencies) + len(errors)) / seconds, "errors": len(errors), "error_samples": errors[:5],
+            "retrieve_p50_ms": _pct(latencies, 50), "retrieve_p99_ms": _pct(latencies, 99),
+            "retrieve_max_ms": max(latencies) if latencies else None, "observations_published": published,
+            "ingest_lag_p50_ms": median(lags) if lags else None, "ingest_lag_max_ms": max(lags) if lags else None,
+            "ingest_lag_samples": len(lags),
+        }
+    finally:
+        for child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+        node.destroy_node()
+        rclpy.shutdown()
+        if memory is not None and memory.poll() is None:
+            os.killpg(memory.pid, signal.SIGINT)
+            try:
+                memory.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(memory.pid, signal.SIGKILL)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=1))
+    return report
+
+
+def describe(report: dict) -> str:
+    f = lambda v: "-" if v is None else f"{v:.1f}"
+    return (f"{report['clients']} clients x {report['seconds']:.0f} s, {report['observations_per_s']:.0f} obs/s: "
+            f"{report['calls']} calls ({report['calls_per_s']:.0f}/s), {report['errors']} errors\n"
+            f"/retrieve_memory p50 {f(report['retrieve_p50_ms'])} ms, p99 {f(report['retrieve_p99_ms'])} ms, "
+            f"max {f(report['retrieve_max_ms'])} ms\n"
+            f"ingest lag (observation published -> in working memory) p50 {f(report['ingest_lag_p50_ms'])} ms, "
+            f"max {f(report['ingest_lag_max_ms'])} ms over {report['ingest_lag_samples']} probes; "
+            f"{report['observations_published']} observations published")
+
+
+if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX
+    if len(sys.argv) != 5 or sys.argv[1] != "--worker":
+        sys.exit("usage: brainmem-ros loadtest (this module's own entry is for its client processes)")
+    sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])))
