@@ -58,7 +58,7 @@ def _worker(seconds: float, out: Path, index: int) -> int:
             rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
             ms = (time.perf_counter() - t0) * 1000
             if not future.done():
-                errors.append("timeout after 10 s")
+                errors.append(f"timeout after 10 s (call {i - index}, {seconds - (end - time.monotonic()):.1f} s in)")
                 future.cancel()
             elif not future.result().success:
                 errors.append(future.result().message)
@@ -118,7 +118,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
         print(f"[loadtest] {clients} clients calling /retrieve_memory for {seconds:.0f} s, "
               f"{rate:.0f} observations/s streaming in", flush=True)
         start = time.monotonic()
-        published, lags, next_probe, probe = 0, [], start + 2.0, None
+        published, lags, next_probe, probe, next_poll = 0, [], start + 2.0, None, 0.0
         period = 1.0 / rate if rate > 0 else None
         next_obs = start
         end = start + seconds
@@ -131,7 +131,8 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
                 next_obs += period
                 if probe is None and now >= next_probe:
                     probe = (text, time.perf_counter())
-            if probe is not None:
+            if probe is not None and now >= next_poll:  # polled every 20 ms: the probe must not be the load
+                next_poll = now + 0.02
                 wm = call(working, GetWorkingMemory.Request(agent_id="robot"), 5.0)
                 if wm is not None and any(t.content == probe[0] for t in wm.traces[:50]):
                     lags.append((time.perf_counter() - probe[1]) * 1000)

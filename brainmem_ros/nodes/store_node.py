@@ -35,7 +35,9 @@ class StoreNode(Node):
         snapshot_s = declare(self, "snapshot_period_s", 5.0, "working-memory snapshot period, seconds", 0.1, 3600.0)
         self.memory = BrainMemory(self.config, embedder=embedder)
         self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
-        reads, writes = ReentrantCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        # One reader and one writer at a time: retrievals are CPU-bound under one GIL, so running more
+        # of them at once only adds contention, and a crowd of readers would starve the writes (ingest).
+        reads, writes = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
         self.goal_events = self.create_publisher(GoalMsg, "/brainmem/goal_event", qos)
         self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), callback_group=reads)
