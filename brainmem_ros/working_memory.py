@@ -209,6 +209,9 @@ class WorkingMemory:
         self.limits = limits
         self.snapshot_path = snapshot_path
         self.lock = threading.RLock()
+        # Writers are serialised so that two threads never share the partial file and a later
+        # snapshot can never be overwritten by an earlier one.
+        self._save_lock = threading.Lock()
         self.agents: dict[str, AgentWorkingMemory] = {}
         if snapshot_path and snapshot_path.exists():
             self.restore()
@@ -223,16 +226,17 @@ class WorkingMemory:
         """Write the snapshot atomically: a crash mid-write leaves the previous snapshot intact."""
         if not self.snapshot_path:
             return
-        with self.lock:
-            data = {"version": 1, "saved": time.time(),
-                    "agents": [wm.to_dict() for wm in self.agents.values()]}
-        partial = self.snapshot_path.with_suffix(f".{os.getpid()}.partial")
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(partial, self.snapshot_path)
+        with self._save_lock:
+            with self.lock:
+                data = {"version": 1, "saved": time.time(),
+                        "agents": [wm.to_dict() for wm in self.agents.values()]}
+            partial = self.snapshot_path.with_suffix(f".{os.getpid()}.partial")
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            with open(partial, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(partial, self.snapshot_path)
 
     def restore(self) -> None:
         try:

@@ -61,7 +61,7 @@ def test_over_ros_the_episodes_are_the_same(in_process):
                 in_process["conditions"][condition]["episodes_detail"]]
         there = [(e["seed"], e["success"], e["steps"], e["actions"]) for e in
                  over_ros["conditions"][condition]["episodes_detail"]]
-        assert there == here
+        assert there == here, condition
     assert over_ros["conditions"]["brainmem"]["retrieve_p50_ms"] > 0
 
 

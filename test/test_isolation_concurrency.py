@@ -1,6 +1,7 @@
 """Agent isolation under concurrency: writers and readers of four agents at once, real model; no
 answer may ever carry another agent's private memory (shared ones are for everyone)."""
 import threading
+import traceback
 
 from brainmem_ros.retrieval import RetrievalRequest
 from brainmem_ros.trace import Entry, Zone
@@ -25,7 +26,7 @@ def test_no_private_memory_crosses_agents_under_load(make_memory, minilm):
                                                 shared=True)])
                     memory.consolidate(agent)
         except Exception as exc:  # the test reports it; a thread must not die silently
-            errors.append(f"writer {agent}: {exc!r}")
+            errors.append(f"writer {agent}: {exc!r} {traceback.format_exc()}")
 
     def reader(agent):
         try:

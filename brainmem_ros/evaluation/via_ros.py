@@ -3,6 +3,11 @@
 The memory nodes (``brainmem-ros bringup``), ``kitchen_sim_node`` and, per condition, a
 ``planner_node`` talk over DDS exactly as on a robot. The planner writes its episode records; the
 figures come from the same ``metrics`` as in-process, so the two runs can be compared line by line.
+
+One thing differs on purpose: the consolidation node's timer is off unless asked for. A wall-clock
+timer promotes working traces at moments that depend on the machine's speed, so two runs of the
+same seeds would recall differently; in-process there is no timer. Consolidation still runs on
+every goal event and every ``consolidation.every_n_traces`` traces, as it does in-process.
 """
 from __future__ import annotations
 
@@ -22,6 +27,9 @@ from brainmem_ros.evaluation.runner import EvalSettings
 __all__ = ["evaluate_via_ros", "NodeProcesses"]
 
 
+TIMER_OFF_S = 86400.0  # the longest period the parameter accepts: no tick within an evaluation
+
+
 def _python_module(module: str, *ros_args: str) -> list[str]:
     return [sys.executable, "-m", module, "--ros-args", *ros_args]
 
@@ -29,8 +37,9 @@ def _python_module(module: str, *ros_args: str) -> list[str]:
 class NodeProcesses:
     """The memory nodes and the kitchen as child processes; stopped (SIGINT, then SIGKILL) on exit."""
 
-    def __init__(self, settings: EvalSettings, folder: Path, log=sys.stderr):
+    def __init__(self, settings: EvalSettings, folder: Path, log=sys.stderr, consolidation_timer: bool = False):
         self.settings, self.folder, self.log = settings, folder, log
+        self.consolidation_timer = consolidation_timer
         self.children: list[subprocess.Popen] = []
 
     def __enter__(self) -> "NodeProcesses":
@@ -39,6 +48,8 @@ class NodeProcesses:
                   "--ready-file", str(ready)]
         if self.settings.config_path:
             memory += ["--config", self.settings.config_path]
+        if not self.consolidation_timer:
+            memory += ["--ros-args", "-p", f"consolidation.period_s:={TIMER_OFF_S}"]
         self._start(memory, "memory")
         sim = ["-p", f"env:={self.settings.env}", "-p", f"fold:={self.settings.fold}",
                "-p", f"interruptions:={str(self.settings.interruptions).lower()}"]
@@ -79,14 +90,16 @@ def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]
         "-r", "__node:=planner_" + condition)
 
 
-def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: float = 3600.0) -> dict:
+def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: float = 3600.0,
+                     consolidation_timer: bool = False) -> dict:
     from tqdm import tqdm
 
-    report = {"config": dict(settings.to_dict(), via_ros=True), "conditions": {}}
+    report = {"config": dict(settings.to_dict(), via_ros=True, consolidation_timer=consolidation_timer),
+              "conditions": {}}
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="brainmem-eval-ros-") as name:
         folder = Path(name)
-        with NodeProcesses(settings, folder):
+        with NodeProcesses(settings, folder, consolidation_timer=consolidation_timer):
             for condition in settings.conditions:
                 results = folder / f"{condition}.json"
                 bar = tqdm(total=len(settings.seeds) * settings.attempts, desc=f"{settings.env}/{condition} (ROS)",
