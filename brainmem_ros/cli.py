@@ -33,6 +33,16 @@ def _sizes(text: str) -> list[int]:
     return out
 
 
+def _peers(text: str) -> tuple[str, ...]:
+    from brainmem_ros.bench.peers import PEERS
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(set(names) - set(PEERS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown peer(s) {', '.join(unknown) or '(none)'}; known: {', '.join(PEERS)}")
+    return names
+
+
 def _load_config(path):
     from brainmem_ros.config import MemoryConfig
 
@@ -48,8 +58,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         config = config.replace(**{"embedding.backend": args.backend})
     embedder = MiniLMEmbedder(config.embedding.backend, config.embedding.threads, config.embedding.batch_size)
     report = run_bench(args.sizes or DEFAULT_SIZES, args.queries, args.json, embedder, config,
-                       progress=not args.quiet)
+                       progress=not args.quiet, peers=args.peers, peer_max_size=args.peer_max_size)
     print(format_table(report))
+    if "systems" in report:
+        from brainmem_ros.bench.peers import format_peer_table
+
+        print("\nthe same vectors and queries in each store (top-10, vector given):")
+        print(format_peer_table(report["systems"]))
     if args.json:
         print(f"report: {args.json}")
     if args.plot:
@@ -203,6 +218,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     bench.add_argument("--config", type=Path, default=None, help="parameter file (default: built-in defaults)")
     bench.add_argument("--backend", choices=("onnx", "torch"), default=None, help="embedding backend")
     bench.add_argument("--quiet", action="store_true", help="no progress bars")
+    bench.add_argument("--peers", type=_peers, default=(), metavar="chromadb,qdrant",
+                       help="also measure these stores on the same data (installed by `make peers`)")
+    bench.add_argument("--peer-max-size", type=int, default=100000, metavar="N",
+                       help="sizes above this are measured for brainmem only")
     handlers["bench"] = _cmd_bench
 
     quality = verbs.add_parser("eval-retrieval", help="recall@k of the fused pipeline against vector search alone")

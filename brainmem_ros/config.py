@@ -36,8 +36,8 @@ class StoreSection:
     path: str = p("~/.ros/brainmem/memory.db", "SQLite file of long-term memory; the FAISS index lives beside it")
     exact_below: int = p(20000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0, 10**9)
     hnsw_m: int = p(24, "HNSW graph degree", 4, 128)
-    hnsw_ef_construction: int = p(48, "HNSW build-time candidate list", 8, 1024)
-    hnsw_ef_search: int = p(160, "HNSW query-time candidate list (recall against latency)", 8, 4096)
+    hnsw_ef_construction: int = p(64, "HNSW build-time candidate list", 8, 1024)
+    hnsw_ef_search: int = p(256, "HNSW query-time candidate list (recall against latency)", 8, 4096)
     synchronous: str = p("FULL", "SQLite synchronous mode: FULL survives power cuts, NORMAL only process crashes",
                          choices=("FULL", "NORMAL"))
     index_save_every: int = p(5000, "write the FAISS index to disk after this many changes (0: only at close)", 0, 10**9)

@@ -25,8 +25,8 @@ class IndexSettings:
     dim: int = 384
     exact_below: int = 20000
     hnsw_m: int = 24
-    hnsw_ef_construction: int = 48
-    hnsw_ef_search: int = 160
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 256
 
 
 class Partition:

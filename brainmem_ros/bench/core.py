@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from brainmem_ros.bench.corpus import cached_embeddings, make_corpus, make_questions
+from brainmem_ros.bench.corpus import cached_embeddings, embedding_cache_path, make_corpus, make_questions
 from brainmem_ros.config import MemoryConfig
 from brainmem_ros.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.encoding import Event
@@ -155,7 +155,10 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
 
 def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_path: Optional[Path] = None,
               embedder: Optional[Embedder] = None, config: Optional[MemoryConfig] = None,
-              progress: bool = True, cache_dir: Path = CACHE) -> dict:
+              progress: bool = True, cache_dir: Path = CACHE, peers: Sequence[str] = (),
+              peer_max_size: int = 100000) -> dict:
+    """``peers``: also run ``bench.peers`` for brainmem and these stores on the same vectors
+    (``systems.<name>.<N>`` in the report)."""
     embedder = embedder or MiniLMEmbedder()
     # Consolidation runs only when the bench asks for it, so the pass it times has work to do.
     config = (config or MemoryConfig()).replace(**{"consolidation.every_n_traces": 0})
@@ -173,6 +176,16 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_p
         report["sizes"][str(n)] = bench_size(n, embedder, queries, query_vectors, config, progress, cache_dir)
         if progress:
             print(format_table(report, only=[str(n)]), file=sys.stderr)
+    if peers:
+        from brainmem_ros.bench.peers import run_peers
+
+        report["systems"] = {}
+        for n in sizes:
+            vectors = embedding_cache_path([c.text for c in make_corpus(n)], cache_dir, embedder.name)
+            questions = embedding_cache_path(queries, cache_dir, embedder.name)
+            for name, figures in run_peers([n], ["brainmem", *peers], vectors, questions, progress,
+                                           peer_max_size).items():
+                report["systems"].setdefault(name, {}).update(figures)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2))

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from brainmem_ros.trace import Zone
 
-__all__ = ["CorpusItem", "make_corpus", "make_questions", "cached_embeddings"]
+__all__ = ["CorpusItem", "make_corpus", "make_questions", "cached_embeddings", "embedding_cache_path"]
 
 COLOURS = ["red", "green", "blue", "yellow", "white", "black", "small", "large", "old", "new", "clean", "dirty"]
 FOODS = ["apple", "banana", "carrot", "onion", "potato", "tomato", "cucumber", "lettuce", "cheese", "ham",
@@ -113,17 +113,26 @@ def make_questions(n: int, seed: int = 11) -> list[str]:
     return list(questions)
 
 
+def embedding_cache_path(texts: list[str], cache_dir: Path, model_name: str = "") -> Path:
+    digest = hashlib.sha256((model_name + "\n" + "\n".join(texts)).encode()).hexdigest()[:20]
+    return cache_dir / f"emb-{len(texts)}-{digest}.npy"
+
+
 def cached_embeddings(texts: list[str], embed: Callable[[list[str]], np.ndarray], cache_dir: Path,
                       label: str = "embedding", batch: int = 512, progress: bool = True,
                       model_name: str = "") -> np.ndarray:
-    digest = hashlib.sha256((model_name + "\n" + "\n".join(texts)).encode()).hexdigest()[:20]
-    path = cache_dir / f"emb-{len(texts)}-{digest}.npy"
+    """Each distinct text is embedded once (a large corpus repeats many of its memories: 61% of
+    1M are distinct), then the vectors are laid out in the corpus's order."""
+    path = embedding_cache_path(texts, cache_dir, model_name)
     if path.is_file():
         return np.load(path)
-    out = np.zeros((len(texts), 384), dtype=np.float32)
-    for start in tqdm(range(0, len(texts), batch), desc=label, unit_scale=batch, disable=not progress,
+    distinct = list(dict.fromkeys(texts))
+    vectors = np.zeros((len(distinct), 384), dtype=np.float32)
+    for start in tqdm(range(0, len(distinct), batch), desc=label, unit_scale=batch, disable=not progress,
                       leave=False):
-        out[start:start + batch] = embed(texts[start:start + batch])
+        vectors[start:start + batch] = embed(distinct[start:start + batch])
+    where = {text: i for i, text in enumerate(distinct)}
+    out = vectors[np.fromiter((where[t] for t in texts), dtype=np.int64, count=len(texts))]
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.npy")
     np.save(partial, out)
