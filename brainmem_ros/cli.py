@@ -75,9 +75,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_bringup(args: argparse.Namespace) -> int:
-    from brainmem_ros.bringup import bringup
+    from brainmem_ros.bringup import bringup, bringup_processes
 
-    return bringup(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo)
+    start = bringup_processes if args.processes else bringup
+    return start(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -170,10 +171,11 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def _cmd_loadtest(args: argparse.Namespace) -> int:
     from brainmem_ros.loadtest import describe, run_loadtest
 
-    if args.clients < 1 or args.seconds <= 0 or args.rate < 0:
-        print("brainmem-ros loadtest: --clients >= 1, --seconds > 0, --rate >= 0", file=sys.stderr)
+    if args.clients < 1 or args.seconds <= 0 or args.rate < 0 or args.client_rate < 0:
+        print("brainmem-ros loadtest: --clients >= 1, --seconds > 0, --rate >= 0, --client-rate >= 0", file=sys.stderr)
         return 2
-    report = run_loadtest(args.clients, args.seconds, args.rate, args.external, args.config, args.json)
+    report = run_loadtest(args.clients, args.seconds, args.rate, args.external, args.config, args.json,
+                          client_rate=args.client_rate, one_process=args.one_process)
     print(describe(report))
     return 0 if report["errors"] == 0 else 1
 
@@ -229,11 +231,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     quality.add_argument("--json", type=Path, default=None, metavar="PATH")
     handlers["eval-retrieval"] = _cmd_eval_retrieval
 
-    up = verbs.add_parser("bringup", help="run the memory nodes in one process (no ros2 launch needed)")
+    up = verbs.add_parser("bringup", help="run the memory nodes, in one process or one each (no ros2 launch needed)")
     up.add_argument("--config", type=Path, default=None, help="parameter file (default: config/memory.yaml)")
     up.add_argument("--store", default=None, help="SQLite file of long-term memory (overrides store.path)")
     up.add_argument("--demo", action="store_true", help="also start kitchen_sim_node and a scripted planner_node "
                     "playing a few interrupted kitchen episodes")
+    up.add_argument("--processes", action="store_true", help="one process per node, as ros2 launch starts them "
+                    "(faster under load: no shared interpreter lock)")
     up.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     handlers["bringup"] = _cmd_bringup
 
@@ -275,6 +279,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     lt.add_argument("--clients", type=int, default=8)
     lt.add_argument("--seconds", type=float, default=60.0)
     lt.add_argument("--rate", type=float, default=50.0, help="observations per second streamed in")
+    lt.add_argument("--client-rate", type=float, default=0.0, metavar="HZ",
+                    help="calls per second per client, as a planner deciding at that rate; 0: back to back")
+    lt.add_argument("--one-process", action="store_true",
+                    help="start the memory nodes in one process (default: one process per node)")
     lt.add_argument("--external", action="store_true", help="use memory nodes already running (else start them)")
     lt.add_argument("--config", type=Path, default=None, help="parameter file for the memory nodes it starts")
     lt.add_argument("--json", type=Path, default=None, metavar="PATH")

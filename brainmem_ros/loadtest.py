@@ -1,10 +1,17 @@
 """``brainmem-ros loadtest``: the ROS path under load.
 
-N client processes call ``/retrieve_memory`` as fast as they get answers for T seconds while this
-process streams observations into ``/brainmem/observation`` at R per second and probes, once a
-second, how long a fresh observation takes to show up in working memory (the ingest lag). The
-memory nodes are started here (``brainmem-ros bringup`` on a fresh store, seeded with a few dozen
-kitchen memories) unless ``--external`` says they already run.
+N client processes call ``/retrieve_memory`` for T seconds, each as fast as it gets answers (or at
+``--client-rate`` calls a second, as a planner deciding at that rate would), while this process
+streams observations into ``/brainmem/observation`` at R per second and probes, once a second, how
+long a fresh observation takes to show up in working memory (the ingest lag). The memory nodes are
+started here on a fresh store seeded with a few dozen kitchen memories, one process per node as
+``ros2 launch`` starts them (``--one-process``: all in one, as plain ``brainmem-ros bringup``),
+unless ``--external`` says they already run.
+
+The clients' response queue is deep on purpose: a service's responses reach every client of it,
+and under KEEP_LAST 10 (the ROS default for services) a client that the scheduler leaves waiting
+while ten other answers arrive loses its own; with eight busy clients on two cores that happened
+about once a second before the depth was raised.
 """
 from __future__ import annotations
 
@@ -27,6 +34,9 @@ SEED_TEXTS = [f"the {thing} is on the {place}" for thing in ("butter", "knife", 
               for place in ("counter", "shelf", "dining table", "fridge", "sink")]
 
 
+CLIENT_QUEUE_DEPTH = 1000
+
+
 RESEND_S = 2.0  # a client sends its request again after this long without an answer
 RESENDS = 2
 
@@ -38,15 +48,19 @@ def _pct(values, q):
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def _worker(seconds: float, out: Path, index: int) -> int:
-    """One client process: retrieve until time is up, write latencies and errors."""
+def _worker(seconds: float, out: Path, index: int, rate: float = 0.0) -> int:
+    """One client process: retrieve until time is up (``rate`` calls a second, 0: back to back),
+    write latencies and errors."""
     import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     from brainmem_ros.srv import RetrieveMemory
 
     rclpy.init()
     node = rclpy.create_node(f"loadtest_client_{index}")
-    client = node.create_client(RetrieveMemory, "/retrieve_memory")
+    qos = QoSProfile(depth=CLIENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.VOLATILE)
+    client = node.create_client(RetrieveMemory, "/retrieve_memory", qos_profile=qos)
     latencies, errors, resent, slow = [], [], [], []
     if not client.wait_for_service(timeout_sec=30.0):
         errors.append("/retrieve_memory not available")
@@ -54,7 +68,13 @@ def _worker(seconds: float, out: Path, index: int) -> int:
         started = time.monotonic()
         end = started + seconds
         i = index
+        next_call = started + ((index * 0.618) % 1.0 / rate if rate > 0 else 0.0)  # clients out of step
         while time.monotonic() < end:
+            if rate > 0:
+                pause = next_call - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                next_call = max(next_call + 1.0 / rate, time.monotonic() - 1.0 / rate)
             i += 1
             request = RetrieveMemory.Request(agent_id="robot", query=QUERIES[i % len(QUERIES)], top_k=5,
                                              include_working=True, context="make a sandwich")
@@ -88,7 +108,8 @@ def _worker(seconds: float, out: Path, index: int) -> int:
 
 
 def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, external: bool = False,
-                 config: Optional[Path] = None, json_path: Optional[Path] = None) -> dict:
+                 config: Optional[Path] = None, json_path: Optional[Path] = None, client_rate: float = 0.0,
+                 one_process: bool = False) -> dict:
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -100,7 +121,8 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
     if not external:
         ready = folder / "ready"
         command = [sys.executable, "-m", "brainmem_ros.cli", "bringup", "--store", str(folder / "memory.db"),
-                   "--ready-file", str(ready)] + (["--config", str(config)] if config else [])
+                   "--ready-file", str(ready)] + (["--config", str(config)] if config else []) + \
+                  ([] if one_process else ["--processes"])
         memory = subprocess.Popen(command, stdout=open(folder / "memory.log", "w"), stderr=subprocess.STDOUT,
                                   start_new_session=True)
         deadline = time.monotonic() + 120
@@ -131,9 +153,13 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
             rclpy.spin_once(node, timeout_sec=0.05)
         outs = [folder / f"client{i}.json" for i in range(clients)]
         children = [subprocess.Popen([sys.executable, "-m", "brainmem_ros.loadtest", "--worker", str(seconds),
-                                      str(out), str(i)], start_new_session=True) for i, out in enumerate(outs)]
-        print(f"[loadtest] {clients} clients calling /retrieve_memory for {seconds:.0f} s, "
-              f"{rate:.0f} observations/s streaming in", flush=True)
+                                      str(out), str(i), str(client_rate)], start_new_session=True)
+                    for i, out in enumerate(outs)]
+        pace = f"{client_rate:g} calls/s each" if client_rate > 0 else "back to back"
+        nodes = "external nodes" if external else ("the memory nodes in one process" if one_process
+                                                    else "one process per memory node")
+        print(f"[loadtest] {clients} clients calling /retrieve_memory ({pace}) for {seconds:.0f} s, "
+              f"{rate:.0f} observations/s streaming in; {nodes}", flush=True)
         start = time.monotonic()
         published, lags, next_probe, probe, next_poll = 0, [], start + 2.0, None, 0.0
         period = 1.0 / rate if rate > 0 else None
@@ -168,7 +194,9 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
             resent += data.get("resent_at_s", [])
             slow += data.get("slow", [])
         report = {
-            "clients": clients, "seconds": seconds, "observations_per_s": rate, "calls": len(latencies) + len(errors),
+            "clients": clients, "seconds": seconds, "observations_per_s": rate, "client_rate": client_rate,
+            "nodes": "external" if external else ("one process" if one_process else "one process per node"),
+            "calls": len(latencies) + len(errors),
             "calls_per_s": (len(latencies) + len(errors)) / seconds, "errors": len(errors), "error_samples": errors[:5],
             "retrieve_p50_ms": _pct(latencies, 50), "retrieve_p99_ms": _pct(latencies, 99),
             "retrieve_max_ms": max(latencies) if latencies else None, "observations_published": published,
@@ -197,7 +225,9 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
 
 def describe(report: dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.1f}"
-    return (f"{report['clients']} clients x {report['seconds']:.0f} s, {report['observations_per_s']:.0f} obs/s: "
+    pace = f"{report['client_rate']:g} calls/s each" if report.get("client_rate") else "back to back"
+    return (f"{report['clients']} clients ({pace}) x {report['seconds']:.0f} s, "
+            f"{report['observations_per_s']:.0f} obs/s, {report.get('nodes', '')}: "
             f"{report['calls']} calls ({report['calls_per_s']:.0f}/s), {report['errors']} errors, "
             f"{report['resent_requests']} requests sent again after {RESEND_S:.0f} s without an answer, "
             f"{report['calls_over_50ms']} calls over 50 ms\n"
@@ -208,7 +238,7 @@ def describe(report: dict) -> str:
             f"{report['observations_published']} observations published")
 
 
-if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX
-    if len(sys.argv) != 5 or sys.argv[1] != "--worker":
+if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX RATE
+    if len(sys.argv) != 6 or sys.argv[1] != "--worker":
         sys.exit("usage: brainmem-ros loadtest (this module's own entry is for its client processes)")
-    sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])))
+    sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))

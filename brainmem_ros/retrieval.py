@@ -19,6 +19,7 @@ The pipeline, in order:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import threading
@@ -113,6 +114,12 @@ def parse_zones(zones: Sequence[str]) -> tuple[list[Zone], bool]:
 def _terms(text: str) -> list[str]:
     words = re.findall(r"[\w'-]+", text.lower())
     return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in _STOPWORDS))
+
+
+@functools.lru_cache(maxsize=8192)
+def _term_set(text: str) -> frozenset[str]:
+    """Working-memory traces are matched against every query; their words are worked out once."""
+    return frozenset(_terms(text))
 
 
 def trace_as_entry(trace: Trace) -> Entry:
@@ -293,7 +300,7 @@ class Retriever:
         terms = set(_terms(req.query))
         if terms:
             for trace in traces:
-                hit = terms & set(_terms(trace.text))
+                hit = terms & _term_set(trace.text)
                 if hit:
                     cand = candidates.setdefault(("wm", trace.id), _Candidate.of_entry(trace_as_entry(trace)))
                     cand.add("lexical", 0.35 + 0.45 * len(hit) / len(terms))

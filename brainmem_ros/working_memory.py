@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Optional
 
@@ -184,8 +184,14 @@ def trace_from_json(text: str) -> Trace:
     return _trace_from_dict(json.loads(text))
 
 
+_TRACE_FIELDS = tuple(f.name for f in fields(Trace))
+
+
 def _trace_to_dict(t: Trace) -> dict:
-    d = asdict(t)
+    # A shallow copy: dataclasses.asdict deep-copies the embedding only for it to be encoded, and the
+    # snapshot runs on every consolidation, under load several times a second.
+    d = {name: getattr(t, name) for name in _TRACE_FIELDS}
+    d["entities"] = list(t.entities)
     d["kind"] = t.kind.value
     d["embedding"] = base64.b64encode(np.asarray(t.embedding, dtype=np.float32).tobytes()).decode()
     d["relations"] = [list(r) for r in t.relations]

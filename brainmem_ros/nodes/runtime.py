@@ -6,6 +6,7 @@ store and get the acknowledgement; nodes with a ``close()`` are closed in the or
 """
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -17,7 +18,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from brainmem_ros.errors import BrainMemError
 
-__all__ = ["run", "spin_until_signal", "call_and_wait"]
+__all__ = ["run", "spin_until_signal", "call_and_wait", "release"]
 
 
 def call_and_wait(client, request, timeout_s: float):
@@ -80,4 +81,13 @@ def run(node_factories: Sequence[Callable], args=None) -> int:
         spin_until_signal(nodes)
     finally:
         rclpy.try_shutdown()
+        release(nodes)
     return 0
+
+
+def release(nodes: list) -> None:
+    """Free the nodes now, not at interpreter exit: a node held in a reference cycle (callbacks that
+    capture it) is otherwise torn down during finalisation, after rclpy, and its native handles abort
+    the process ("terminate called without an active exception", exit 134)."""
+    nodes.clear()
+    gc.collect()

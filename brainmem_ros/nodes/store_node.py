@@ -32,6 +32,10 @@ class StoreNode(Node):
         super().__init__("store_node", **kwargs)
         self.config = declare_memory_parameters(self)
         depth = declare(self, "qos_depth", 100, "queue depth of the goal event topic", 1, 100000)
+        service_depth = declare(
+            self, "service_qos_depth", 100,
+            "request/response queue depth of every service: under KEEP_LAST a response overwritten before a slow "
+            "client took it is lost, so this must exceed the calls in flight from all clients", 1, 100000)
         snapshot_s = declare(self, "snapshot_period_s", 5.0, "working-memory snapshot period, seconds", 0.1, 3600.0)
         self.memory = BrainMemory(self.config, embedder=embedder)
         self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
@@ -39,10 +43,13 @@ class StoreNode(Node):
         # of them at once only adds contention, and a crowd of readers would starve the writes (ingest).
         reads, writes = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        served = QoSProfile(depth=service_depth, reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.VOLATILE)
         self.goal_events = self.create_publisher(GoalMsg, "/brainmem/goal_event", qos)
-        self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), callback_group=reads)
-        self.create_service(GetWorkingMemory, "/brainmem/get_working_memory", self._guard(self.on_get_working),
+        self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), qos_profile=served,
                             callback_group=reads)
+        self.create_service(GetWorkingMemory, "/brainmem/get_working_memory", self._guard(self.on_get_working),
+                            qos_profile=served, callback_group=reads)
         for srv, name, handler in [
             (StoreMemory, "/brainmem/store_memory", self.on_store),
             (IngestTraces, "/brainmem/ingest_traces", self.on_ingest),
@@ -51,7 +58,7 @@ class StoreNode(Node):
             (UpdateGoal, "/brainmem/update_goal", self.on_update_goal),
             (ReportOutcome, "/brainmem/report_outcome", self.on_report_outcome),
         ]:
-            self.create_service(srv, name, self._guard(handler), callback_group=writes)
+            self.create_service(srv, name, self._guard(handler), qos_profile=served, callback_group=writes)
         self.create_timer(snapshot_s, self._snapshot, callback_group=writes)
         store = self.memory.store
         opened = "created a new, empty" if store.created_new else f"opened, {len(store)} long-term memories in the"

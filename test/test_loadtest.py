@@ -1,0 +1,37 @@
+"""`brainmem-ros loadtest` as an operator runs it, in miniature: it starts the memory nodes one
+process each, drives them over DDS and reports what the issue asks for. The figures themselves are
+the benchmark's business (README); here only that every call is answered and accounted for."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.ros, pytest.mark.model, pytest.mark.slow]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _loadtest(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "brainmem_ros.cli", "loadtest", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
+    report_path = tmp_path / "load.json"
+    done = _loadtest("--clients", "2", "--seconds", "5", "--rate", "10", "--client-rate", "5",
+                     "--json", str(report_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["nodes"] == "one process per node"
+    assert report["errors"] == 0 and report["calls"] >= 20, report
+    assert report["retrieve_p50_ms"] <= report["retrieve_p99_ms"] <= report["retrieve_max_ms"]
+    assert report["observations_published"] >= 40
+    assert report["ingest_lag_samples"] >= 1 and report["ingest_lag_p50_ms"] > 0
+    assert "/retrieve_memory p50" in done.stdout
+
+
+@pytest.mark.parametrize("bad", [["--clients", "0"], ["--client-rate", "-1"], ["--seconds", "0"]])
+def test_nonsense_arguments_are_refused_before_anything_starts(bad):
+    done = _loadtest(*bad, timeout=60.0)
+    assert done.returncode == 2 and "loadtest:" in done.stderr
