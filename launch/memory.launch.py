@@ -7,7 +7,8 @@ With ``demo:=true`` the kitchen (kitchen_sim_node) and a scripted planner_node j
 few interrupted kitchen episodes (what ``brainmem-ros bringup --demo`` does in one process).
 
 Every node reads the same parameter file (config/memory.yaml by default). Without ``ros2 launch``,
-``brainmem-ros bringup`` starts the same nodes from the same file in one process.
+``brainmem-ros bringup`` starts the same nodes from the same file in one process, and
+``brainmem-ros bringup --processes`` one process per node, as here.
 """
 import os
 

@@ -211,39 +211,3 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
                                                                        zones=["procedural"]).memories])
     assert "1. open fridge; 2. take milk from fridge" in procedure[0]
 
-
-def test_bringup_with_one_process_per_node_serves_and_flushes_on_ctrl_c(tmp_path):
-    """`bringup --processes` (the layout ros2 launch gives): an observation goes through the encoder
-    process into the store process and is recalled; Ctrl-C stops every node with exit 0 and the memory
-    stored is on disk afterwards."""
-    import json
-    import subprocess
-    import sys
-
-    store = tmp_path / "memory.db"
-    up = Child(["-m", "brainmem_ros.cli", "bringup", "--processes", "--store", str(store)], cwd=REPO)
-    try:
-        line = up.wait_for_line("up, one process each", timeout=180)
-        pids = [int(p) for p in line.split("pids ")[1].rstrip(")\n").split()]
-        assert len(pids) == 3
-        client = Client()
-        try:
-            s, m = srv(), msg()
-            stored = client.call(s.StoreMemory, "/brainmem/store_memory", s.StoreMemory.Request(entries=[
-                m.MemoryEntry(agent_id="p1", zone="semantic", content="The kettle is on the windowsill.")]))
-            assert stored.success, stored.message
-            observe(client, "p1", "The sponge is in the sink.")
-            answer = client.wait_until(lambda: (r := retrieve(client, "p1", "where is the sponge?", include_working=True))
-                                       .memories and "sponge" in r.memories[0].content and r)
-            assert "sink" in answer.memories[0].content
-        finally:
-            client.close()
-    finally:
-        code = up.stop(signal.SIGINT, timeout=60)
-    assert code == 0, up.output()
-    assert "stopped, memory flushed" in up.output()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-    seen = json.loads(subprocess.run([sys.executable, "-m", "brainmem_ros.cli", "inspect", "--store", str(store),
-                                      "--json"], capture_output=True, text=True, check=True, cwd=REPO).stdout)
-    assert seen["integrity_ok"] and stored.ids[0] in seen["ids"]
