@@ -3,8 +3,10 @@
 SQLite (WAL) holds entries with their embeddings, the entity graph (entry-entity edges, relations
 with valid-from/valid-to), derivation edges, goals and the archive; an FTS5 table, kept in sync by
 triggers, serves lexical recall. The vector partitions are rebuilt from SQLite at open, and a saved
-HNSW graph is reused only when it indexes exactly the rows SQLite holds, so a missing, stale or
-corrupt index file costs a rebuild, never a wrong answer.
+HNSW graph is reused only when it indexes the first rows SQLite holds, in order (rows after them are
+the partition's tail), so a missing, stale or corrupt index file costs a rebuild, never a wrong answer.
+A background thread, ``_GraphIndexer``, moves committed rows into the graphs; until it has, they are
+searched exactly, so an entry is recallable the moment its id is returned.
 
 An id is handed out only after its transaction committed: what a caller was told is stored is on
 disk (``synchronous=FULL`` survives a power cut, ``NORMAL`` a process crash).
@@ -21,6 +23,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -41,6 +44,7 @@ SHARED_OWNER = "\x00shared"
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 _TOKEN = re.compile(r"[^\W_]+")
 _GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
+_INDEX_CHUNK = 256  # rows per graph insertion: a retrieval waits behind at most one (a few ms)
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
 
@@ -85,6 +89,7 @@ class LongTermStore:
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
         self._synchronous = 'FULL' if synchronous == 'FULL' else 'NORMAL'
+        self._indexer = _GraphIndexer(self)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = self._connect()
@@ -247,6 +252,7 @@ class LongTermStore:
             self._partitions[key] = part
             for rowid in rowids.tolist():
                 self._where[rowid] = key
+        self._indexer.wake()
 
     def save_index(self) -> None:
         """Save the approximate-search graphs. They are a cache of SQLite: a failure to save (a full
@@ -277,7 +283,16 @@ class LongTermStore:
                 self._scoring[rowid] = (float(entry.importance), entry.last_access, entry.created, float(entry.confidence))
                 if entry.warning:
                     self._warning_rowids.add(rowid)
+        self._indexer.wake()
         self._note_changes(len(rows))
+
+    def wait_indexed(self, timeout: Optional[float] = None) -> bool:
+        """Block until every committed row is in its partition's graph (True) or ``timeout`` passes."""
+        return self._indexer.wait_idle(timeout)
+
+    def index_backlog(self) -> int:
+        """Rows committed but not yet in a graph (searched exactly meanwhile)."""
+        return sum(part.tail for part in list(self._partitions.values()))
 
     def _index_remove(self, rowids: Iterable[int]) -> None:
         touched = set()
@@ -381,6 +396,7 @@ class LongTermStore:
             insert_relations = ("INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object,"
                                 " valid_from, valid_to, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?)")
             pending: list[tuple] = []
+            closed_entries: set[int] = set()
             for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
                 if not e.relations:
                     continue
@@ -391,11 +407,9 @@ class LongTermStore:
                     pending = []
                 stale: dict[Relation, tuple[float, str]] = {}
                 for rel in functional:
-                    newer = self._newer_current(conn, e, rel)
+                    newer = self._supersede(conn, e, rel, closed_entries)
                     if newer is not None:  # arrived late: a newer fact already replaced it
                         stale[rel] = newer
-                    else:
-                        hidden_changes += self._close_current(conn, e, rel)
                 pending += [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object,
                              e.created, *stale.get(r, (None, None))) for r in e.relations]
                 if functional and len(stale) == len(functional):
@@ -403,6 +417,7 @@ class LongTermStore:
                     conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (rowid,))
             if pending:
                 conn.executemany(insert_relations, pending)
+            hidden_changes += self._retire_closed(conn, closed_entries)
             self._journal_apply(conn, (), journal_remove)
         self._index_add(added)
         self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
@@ -410,31 +425,43 @@ class LongTermStore:
             self._set_hidden(rowid, hidden)
         return [e.id for _, e in added]
 
-    def _newer_current(self, conn, entry: Entry, rel: Relation) -> Optional[tuple[float, str]]:
-        """(valid_from, entry id) of a current relation with another value that is newer than
-        ``entry``: then ``entry``'s relation is history the moment it arrives (an older observation
-        replayed or delivered late must not overwrite what was seen after it)."""
-        row = conn.execute(
-            "SELECT r.valid_from, e.id FROM relations r JOIN entries e ON e.rowid = r.entry WHERE r.agent_id = ?"
-            " AND r.subject = ? AND r.predicate = ? AND r.valid_to IS NULL AND r.zone IN ('semantic', 'episodic')"
-            " AND r.object != ? AND r.valid_from > ? ORDER BY r.valid_from LIMIT 1",
-            (entry.agent_id, rel.subject, rel.predicate, rel.object, entry.created)).fetchone()
-        return (row[0], row[1]) if row else None
+    def _supersede(self, conn, entry: Entry, rel: Relation, closed_entries: set[int]) -> Optional[tuple[float, str]]:
+        """Close the agent's current facts about (subject, predicate) with another value that are not
+        newer than ``entry``, adding their entries to ``closed_entries``. If one is newer, close
+        nothing and return its (valid_from, entry id): ``entry``'s relation is then history the moment
+        it arrives (an older observation replayed or delivered late must not overwrite what was seen
+        after it). One indexed lookup; usually a single current fact comes back."""
+        current = conn.execute(
+            "SELECT id, entry, valid_from FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
+            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ?",
+            (entry.agent_id, rel.subject, rel.predicate, rel.object)).fetchall()
+        if not current:
+            return None
+        newer = [(valid_from, entry_rowid) for _, entry_rowid, valid_from in current if valid_from > entry.created]
+        if newer:
+            valid_from, entry_rowid = min(newer)
+            return valid_from, conn.execute("SELECT id FROM entries WHERE rowid = ?", (entry_rowid,)).fetchone()[0]
+        conn.executemany("UPDATE relations SET valid_to = ?, superseded_by = ? WHERE id = ?",
+                         [(entry.created, entry.id, rel_id) for rel_id, _, _ in current])
+        closed_entries.update(entry_rowid for _, entry_rowid, _ in current)
+        return None
 
-    def _close_current(self, conn, entry: Entry, rel: Relation) -> list[tuple[int, bool]]:
-        closed = conn.execute(
-            "UPDATE relations SET valid_to = ?, superseded_by = ? WHERE agent_id = ? AND subject = ? AND predicate = ?"
-            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ? AND valid_from <= ?"
-            " RETURNING entry",
-            (entry.created, entry.id, entry.agent_id, rel.subject, rel.predicate, rel.object, entry.created)).fetchall()
-        changes = []
-        for (entry_rowid,) in closed:
-            still_current = conn.execute("SELECT 1 FROM relations WHERE entry = ? AND valid_to IS NULL",
-                                         (entry_rowid,)).fetchone()
-            if not still_current:
-                conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (entry_rowid,))
-                changes.append((entry_rowid, True))
-        return changes
+    @staticmethod
+    def _retire_closed(conn, closed_entries: set[int]) -> list[tuple[int, bool]]:
+        """Mark superseded the entries whose relations were all closed by this batch (once, at its
+        end: an entry closed twice in one batch is looked at once)."""
+        if not closed_entries:
+            return []
+        rowids = sorted(closed_entries)
+        still_current: set[int] = set()
+        for start in range(0, len(rowids), 500):
+            chunk = rowids[start:start + 500]
+            still_current.update(r[0] for r in conn.execute(
+                f"SELECT DISTINCT entry FROM relations WHERE entry IN ({','.join('?' * len(chunk))})"
+                f" AND valid_to IS NULL", chunk))
+        retired = [r for r in rowids if r not in still_current]
+        conn.executemany("UPDATE entries SET superseded = 1 WHERE rowid = ?", [(r,) for r in retired])
+        return [(r, True) for r in retired]
 
     def _set_hidden(self, rowid: int, hidden: bool) -> None:
         key = self._where.get(rowid)
@@ -868,12 +895,86 @@ class LongTermStore:
             return self._conn.execute("SELECT COUNT(*) FROM archive").fetchone()[0]
 
     def close(self) -> None:
+        """Flush, let the graphs catch up and save them, stop the indexer, close the file."""
+        if getattr(self, "_conn", None) is None:
+            return
+        self._indexer.wait_idle(timeout=60.0)
         with self._lock:
-            if getattr(self, "_conn", None) is None:
+            if self._conn is None:
                 return
             try:
                 self.flush()
                 self.save_index()
             finally:
+                self._indexer.stop()
                 self._conn.close()
                 self._conn = None
+
+
+class _GraphIndexer:
+    """The background thread that moves partitions' tails into their HNSW graphs.
+
+    Started on the first row that needs it, so stores that stay exact (small ones, most tests) run no
+    thread. It holds only a weak reference to the store: a store dropped without ``close`` does not
+    live on through it.
+    """
+
+    def __init__(self, store: LongTermStore):
+        self._store = weakref.ref(store)
+        self._changed = threading.Condition()
+        self._busy = False
+        self._stopping = False
+        self._thread: Optional[threading.Thread] = None
+
+    def wake(self) -> None:
+        store = self._store()
+        if store is None or self._stopping or not store.index_backlog():
+            return
+        with self._changed:
+            self._busy = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="brainmem-graph-indexer", daemon=True)
+                self._thread.start()
+            self._changed.notify_all()
+
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while self._busy and self._thread is not None and self._thread.is_alive():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10.0)
+
+    def _run(self) -> None:
+        while True:
+            store = self._store()
+            if store is None:
+                return
+            failed = False
+            try:
+                for part in list(store._partitions.values()):
+                    part.index_tail(_INDEX_CHUNK)
+            except Exception:  # a failed insertion must not end the thread; the tail stays searchable
+                log.exception("vector index insertion failed; those rows stay in the exact tail")
+                failed = True
+            with self._changed:
+                if self._stopping:
+                    return
+                # Checked under the condition's lock, so a wake() between the pass and here is not lost.
+                if not failed and store.index_backlog():
+                    continue
+                del store
+                self._busy = False
+                self._changed.notify_all()
+                while not self._busy and not self._stopping:
+                    if not self._changed.wait(timeout=5.0) and self._store() is None:
+                        return

@@ -6,9 +6,16 @@ only the partitions it may see, so the filter costs nothing and never starves an
 of candidates. Within a partition, rows excluded from default retrieval (superseded facts) stay in
 the index and are filtered by a mask, so history queries can still reach them; deleted rows are
 tombstoned until the partition is compacted.
+
+Rows enter the graph behind the write, not in it: new rows join the partition's arrays at once (the
+"tail", searched exactly) and ``index_tail`` moves them into the graph in small chunks, which
+``LongTermStore`` does on a background thread. Inserting into HNSW is the most expensive step of an
+ingest (about 80 us a row at 100k); FAISS runs it without the interpreter lock, so it overlaps the
+next batch's SQLite work on another core, and a retrieval never waits behind more than one chunk.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -34,7 +41,14 @@ class Partition:
 
     def __init__(self, settings: IndexSettings):
         self.settings = settings
-        self._vectors = np.zeros((0, settings.dim), dtype=np.float32)
+        # FAISS's HNSW must not be searched while it grows; the indexer copies rows while ingest
+        # appends them. Lock order: graph, then rows.
+        self._graph_lock = threading.Lock()
+        self._rows_lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._vectors = np.zeros((0, self.settings.dim), dtype=np.float32)
         self._rowids = np.zeros(0, dtype=np.int64)
         self._created = np.zeros(0, dtype=np.float64)
         self._hidden = np.zeros(0, dtype=bool)   # superseded: skipped unless asked for
@@ -42,6 +56,7 @@ class Partition:
         self.size = 0
         self.position: dict[int, int] = {}
         self.hnsw: Optional[faiss.IndexHNSWFlat] = None
+        self.indexed = 0  # rows [0, indexed) are in the graph; the rest, the tail, is searched exactly
 
     # -- content -----------------------------------------------------------------------------
     def add(self, rowids: np.ndarray, vectors: np.ndarray, created: np.ndarray,
@@ -49,20 +64,39 @@ class Partition:
         n = len(rowids)
         if n == 0:
             return
-        self._reserve(self.size + n)
-        sl = slice(self.size, self.size + n)
-        self._vectors[sl] = vectors
-        self._rowids[sl] = rowids
-        self._created[sl] = created
-        self._hidden[sl] = False if hidden is None else hidden
-        self._dead[sl] = False
-        for offset, rowid in enumerate(rowids.tolist()):
-            self.position[rowid] = self.size + offset
-        self.size += n
-        if self.hnsw is not None:
-            self.hnsw.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        elif self.alive_count() >= self.settings.exact_below:
-            self.build_hnsw()
+        with self._rows_lock:
+            self._reserve(self.size + n)
+            sl = slice(self.size, self.size + n)
+            self._vectors[sl] = vectors
+            self._rowids[sl] = rowids
+            self._created[sl] = created
+            self._hidden[sl] = False if hidden is None else hidden
+            self._dead[sl] = False
+            for offset, rowid in enumerate(rowids.tolist()):
+                self.position[rowid] = self.size + offset
+            self.size += n
+        if self.hnsw is None and self.alive_count() >= self.settings.exact_below:
+            with self._graph_lock:
+                self.hnsw, self.indexed = self._new_graph(), 0  # filled from the tail by index_tail
+
+    @property
+    def tail(self) -> int:
+        """Rows waiting to enter the graph (0 for an exact partition)."""
+        return self.size - self.indexed if self.hnsw is not None else 0
+
+    def index_tail(self, max_rows: int) -> int:
+        """Move up to ``max_rows`` rows of the tail into the graph; returns how many moved."""
+        with self._graph_lock:
+            if self.hnsw is None:
+                return 0
+            with self._rows_lock:
+                start, stop = self.indexed, min(self.size, self.indexed + max_rows)
+                if stop <= start:
+                    return 0
+                chunk = np.ascontiguousarray(self._vectors[start:stop])  # a copy: _reserve may swap arrays
+            self.hnsw.add(chunk)
+            self.indexed = stop
+            return stop - start
 
     def _reserve(self, n: int) -> None:
         if n <= len(self._rowids):
@@ -94,16 +128,15 @@ class Partition:
 
     def compact(self) -> None:
         """Drop tombstoned rows (and rebuild the graph, which cannot delete in place)."""
-        keep = ~self._dead[: self.size]
-        vectors, rowids = self._vectors[: self.size][keep], self._rowids[: self.size][keep]
-        created, hidden = self._created[: self.size][keep], self._hidden[: self.size][keep]
-        had_graph = self.hnsw is not None
-        self.__init__(self.settings)
-        if had_graph and len(rowids) >= self.settings.exact_below:
+        with self._graph_lock, self._rows_lock:
+            keep = ~self._dead[: self.size]
+            vectors, rowids = self._vectors[: self.size][keep], self._rowids[: self.size][keep]
+            created, hidden = self._created[: self.size][keep], self._hidden[: self.size][keep]
+            had_graph = self.hnsw is not None
+            self._reset()
             self._load_arrays(rowids, vectors, created, hidden)
-            self.build_hnsw()
-        else:
-            self.add(rowids, vectors, created, hidden)
+            if had_graph and len(rowids) >= self.settings.exact_below:
+                self._build_locked()
 
     def _load_arrays(self, rowids, vectors, created, hidden) -> None:
         self._reserve(len(rowids))
@@ -118,11 +151,20 @@ class Partition:
         return None if pos is None else self._vectors[pos]
 
     # -- graph ------------------------------------------------------------------------------
-    def build_hnsw(self) -> None:
+    def _new_graph(self) -> faiss.IndexHNSWFlat:
         s = self.settings
         index = faiss.IndexHNSWFlat(s.dim, s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = s.hnsw_ef_construction
         index.hnsw.efSearch = s.hnsw_ef_search
+        return index
+
+    def build_hnsw(self) -> None:
+        """Build the graph over every row now (at start, when no saved graph fits)."""
+        with self._graph_lock:
+            self._build_locked()
+
+    def _build_locked(self) -> None:
+        index = self._new_graph()
         step = 10000
         with tqdm(total=self.size, desc="building the vector index", unit="vec", leave=False,
                   disable=self.size < 50000) as bar:
@@ -130,30 +172,34 @@ class Partition:
                 chunk = self._vectors[start:min(self.size, start + step)]
                 index.add(np.ascontiguousarray(chunk))
                 bar.update(len(chunk))
-        self.hnsw = index
+        self.hnsw, self.indexed = index, self.size
 
     def save_graph(self, path: Path) -> None:
-        if self.hnsw is None:
-            return
-        partial = path.with_suffix(".partial")
-        faiss.write_index(self.hnsw, str(partial))
-        np.save(partial.with_suffix(".rowids.npy"), self._rowids[: self.size])
-        partial.with_suffix(".rowids.npy").replace(path.with_suffix(".rowids.npy"))
-        partial.replace(path)
+        """Save the graph with the rowids it indexes (the tail is not in it yet)."""
+        with self._graph_lock:
+            if self.hnsw is None:
+                return
+            partial = path.with_suffix(".partial")
+            faiss.write_index(self.hnsw, str(partial))
+            np.save(partial.with_suffix(".rowids.npy"), self._rowids[: self.indexed])
+            partial.with_suffix(".rowids.npy").replace(path.with_suffix(".rowids.npy"))
+            partial.replace(path)
 
     def load_graph(self, path: Path) -> bool:
-        """Adopt a saved graph only if it indexes exactly this partition's rows, in this order."""
+        """Adopt a saved graph if it indexes this partition's first rows, in this order: rows added
+        after the save (a crash before the next one) become the tail instead of forcing a rebuild."""
         try:
             saved_rowids = np.load(path.with_suffix(".rowids.npy"))
-            if not np.array_equal(saved_rowids, self._rowids[: self.size]):
+            if len(saved_rowids) > self.size or not np.array_equal(saved_rowids, self._rowids[: len(saved_rowids)]):
                 return False
             index = faiss.read_index(str(path))
         except (OSError, ValueError, RuntimeError):
             return False
-        if index.ntotal != self.size or index.d != self.settings.dim:
+        if index.ntotal != len(saved_rowids) or index.d != self.settings.dim or not len(saved_rowids):
             return False
         index.hnsw.efSearch = self.settings.hnsw_ef_search
-        self.hnsw = index
+        with self._graph_lock:
+            self.hnsw, self.indexed = index, len(saved_rowids)
         return True
 
     # -- search -----------------------------------------------------------------------------
@@ -185,17 +231,28 @@ class Partition:
             return self._rowids[top], sims[top]
         # The graph walk itself skips filtered rows (FAISS selector over a bitmap of allowed rows), so
         # many superseded facts cannot starve the result and no second walk is needed.
-        bits = np.packbits(allowed, bitorder="little")
-        params = faiss.SearchParametersHNSW()
-        params.efSearch = max(self.settings.hnsw_ef_search, k)
-        selector = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))  # held here: SWIG does not keep it alive
-        params.sel = selector
-        sims, labels = self.hnsw.search(query.reshape(1, -1), min(k, n_allowed), params=params)
-        del selector, bits
-        labels, sims = labels[0], sims[0]
-        valid = labels >= 0
-        labels, sims = labels[valid], sims[valid]
-        return self._rowids[labels], sims.astype(np.float32)
+        with self._graph_lock:
+            m = min(self.indexed, n)
+            labels = np.zeros(0, dtype=np.int64)
+            sims = np.zeros(0, dtype=np.float32)
+            graph_allowed = int(np.count_nonzero(allowed[:m]))
+            if graph_allowed:
+                bits = np.packbits(allowed[:m], bitorder="little")
+                params = faiss.SearchParametersHNSW()
+                params.efSearch = max(self.settings.hnsw_ef_search, k)
+                selector = faiss.IDSelectorBitmap(m, faiss.swig_ptr(bits))  # held: SWIG does not keep it alive
+                params.sel = selector
+                found_sims, found = self.hnsw.search(query.reshape(1, -1), min(k, graph_allowed), params=params)
+                del selector, bits
+                valid = found[0] >= 0
+                labels, sims = found[0][valid], found_sims[0][valid].astype(np.float32)
+        if m < n:  # the tail, not in the graph yet: scored exactly
+            tail = np.flatnonzero(allowed[m:n]) + m
+            labels = np.concatenate([labels, tail])
+            sims = np.concatenate([sims, (self._vectors[tail] @ query).astype(np.float32)])
+            top = _top(sims, k)
+            labels, sims = labels[top], sims[top]
+        return self._rowids[labels], sims
 
 
 _BLAS_LIMITED = False

@@ -78,3 +78,12 @@ def test_cli_refuses_an_unknown_peer():
     out = subprocess.run([sys.executable, "-m", "brainmem_ros.cli", "bench", "--peers", "pinecone"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "unknown peer" in out.stderr
+
+
+def test_recall_counts_an_equally_close_neighbour_as_found():
+    """The corpus repeats sentences: two rows with one vector are equally right answers."""
+    from brainmem_ros.bench.peers import tie_aware_hits
+
+    assert tie_aware_hits(np.array([0.9, 0.8, 0.8]), kth_exact=0.8, k=3) == 3  # a twin of the 3rd
+    assert tie_aware_hits(np.array([0.9, 0.8, 0.7]), kth_exact=0.8, k=3) == 2  # a worse one is a miss
+    assert tie_aware_hits(np.array([0.9, 0.9, 0.9, 0.9]), kth_exact=0.8, k=3) == 3  # never above k

@@ -1,6 +1,9 @@
 """The SQLite + FAISS store: durable, consistent with its index, history-keeping, agent-isolated, and
 unchanged by every rejected write. Uses the hashing stand-in: nothing here depends on meaning."""
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ from brainmem_ros.embedding import HashingEmbedder
 from brainmem_ros.errors import InvalidRequest, StoreUnavailable
 from brainmem_ros.long_term import LongTermStore
 from brainmem_ros.trace import Entry, Position, Relation, Zone
-from brainmem_ros.vector_index import IndexSettings
+from brainmem_ros.vector_index import IndexSettings, Partition
 
 EMB = HashingEmbedder()
 TEXTS = [f"the item {i} is on shelf {i % 7} near the {['fridge', 'sink', 'stove'][i % 3]}" for i in range(300)]
@@ -48,12 +51,52 @@ def test_closed_and_reopened_store_answers_exactly_as_before(tmp_path, exact_bel
     settings = IndexSettings(exact_below=exact_below)
     store = LongTermStore(tmp_path / "m.db", index=settings)
     fill(store)
+    assert store.wait_indexed(timeout=30)  # until then the newest rows are scored exactly
     before = answers(store)
     store.close()
     again = LongTermStore(tmp_path / "m.db", index=settings)
+    assert again.index_backlog() == 0
     assert answers(again) == before
     assert again.rebuilt_partitions == []  # the saved graph (if any) was reused
     again.close()
+
+
+def test_rows_behind_a_saved_graph_become_its_tail_not_a_rebuild(tmp_path):
+    """A store killed after the last graph save comes back with that graph plus the rows it lacks."""
+    settings = IndexSettings(exact_below=50)
+    store = LongTermStore(tmp_path / "m.db", index=settings)
+    fill(store, n=200)
+    store.close()
+    crash = (
+        "import os, sys; sys.path[:0] = %r\n"
+        "from test_long_term import LongTermStore, IndexSettings, entry, TEXTS\n"
+        "s = LongTermStore(%r, index=IndexSettings(exact_below=50))\n"
+        "s.add([entry(t) for t in TEXTS[200:]])\n"
+        "os._exit(0)\n" % (sys.path, str(tmp_path / "m.db")))
+    subprocess.run([sys.executable, "-c", crash], check=True, timeout=120, cwd=Path(__file__).parent.parent)
+    again = LongTermStore(tmp_path / "m.db", index=settings)
+    assert again.rebuilt_partitions == [] and len(again) == 300
+    last = EMB.embed([TEXTS[299]])[0]
+    assert again.vector_search(last, "a", [Zone.EPISODIC], 1)[0][0] == again.rowid_of(again.ids()[-1])
+    assert again.wait_indexed(timeout=30) and again.index_backlog() == 0
+    assert again.integrity()["integrity_ok"]
+    again.close()
+
+
+def test_partition_scores_its_tail_exactly_until_the_graph_holds_it():
+    settings = IndexSettings(dim=EMB.dim, exact_below=50)
+    part = Partition(settings)
+    vectors = EMB.embed(TEXTS)
+    part.add(np.arange(1, 301), vectors, np.zeros(300))
+    assert part.hnsw is not None and part.indexed == 0 and part.tail == 300
+    for moved_so_far in (0, 64, 300):
+        while part.indexed < moved_so_far:
+            part.index_tail(64)
+        for i in (0, 150, 299):
+            rowids, sims = part.search(vectors[i], 5)
+            assert rowids[0] == i + 1 and sims[0] == pytest.approx(1.0, abs=1e-5)
+            assert list(sims) == sorted(sims, reverse=True)
+    assert part.tail == 0 and part.hnsw.ntotal == 300
 
 
 def test_index_is_rebuilt_when_missing_stale_or_corrupt(tmp_path):

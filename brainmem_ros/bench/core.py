@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from brainmem_ros.bench.peers import tie_aware_hits
 from brainmem_ros.bench.corpus import cached_embeddings, embedding_cache_path, make_corpus, make_questions
 from brainmem_ros.config import MemoryConfig
 from brainmem_ros.embedding import Embedder, MiniLMEmbedder
@@ -73,15 +74,20 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
             t0 = time.perf_counter()
             memory.store_entries(entries)
             ingest_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        memory.store.wait_indexed()  # sustained throughput: until the graphs hold every row
+        ingest_s += time.perf_counter() - t0
         rss_after = _rss_bytes()
 
         zones = [Zone.EPISODIC.value]
-        exact_hits, approx_hits = 0, 0
+        exact_hits, approx_hits, approx_id_hits = 0, 0, 0
         for qv in query_vectors:
-            exact = {r for r, _ in memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10, exact=True)}
-            approx = {r for r, _ in memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10)}
+            exact = memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10, exact=True)
+            approx = memory.store.vector_search(qv, "robot_a", [Zone.EPISODIC], 10)
             exact_hits += len(exact)
-            approx_hits += len(exact & approx)
+            approx_id_hits += len({r for r, _ in exact} & {r for r, _ in approx})
+            if exact:
+                approx_hits += tie_aware_hits(np.array([s for _, s in approx]), exact[-1][1], len(exact))
         filtered_vector_ms = []
         for qv in query_vectors:
             t0 = time.perf_counter()
@@ -141,6 +147,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
             "retrieve_all_zones_no_embed_p99_ms": _pct(all_zone_ms, 99),
             "vector_filtered_p50_ms": _pct(filtered_vector_ms, 50), "vector_filtered_p99_ms": _pct(filtered_vector_ms, 99),
             "recall_at_10": approx_hits / max(1, exact_hits),
+            "recall_at_10_ids": approx_id_hits / max(1, exact_hits),
             "ingest_per_s": len(events) / ingest_embed_s,
             "ingest_preembedded_per_s": n / ingest_s,
             "consolidation_pass_s": consolidate_s, "consolidation_promoted": consolidation.promoted,
