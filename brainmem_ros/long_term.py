@@ -44,7 +44,7 @@ SHARED_OWNER = "\x00shared"
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 _TOKEN = re.compile(r"[^\W_]+")
 _GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
-_INDEX_CHUNK = 256  # rows per graph insertion: a retrieval waits behind at most one (a few ms)
+_INDEX_CHUNK = 256  # rows per graph insertion (~20 ms at 100k): a retrieval waits behind at most one; smaller chunks cost ingest GIL hand-offs (64: 4.7k/s against 5.7k/s)
 _COLUMNS = ("rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
             "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
 
