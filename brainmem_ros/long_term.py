@@ -2,11 +2,12 @@
 
 SQLite (WAL) holds entries with their embeddings, the entity graph (entry-entity edges, relations
 with valid-from/valid-to), derivation edges, goals and the archive; an FTS5 table, kept in sync by
-triggers, serves lexical recall. The vector partitions are rebuilt from SQLite at open, and a saved
-HNSW graph is reused only when it indexes the first rows SQLite holds, in order (rows after them are
-the partition's tail), so a missing, stale or corrupt index file costs a rebuild, never a wrong answer.
-A background thread, ``_GraphIndexer``, moves committed rows into the graphs; until it has, they are
-searched exactly, so an entry is recallable the moment its id is returned.
+triggers, serves lexical recall. The vector partitions are rebuilt from SQLite at open, and saved
+HNSW graphs are reused only when every row they index is still in SQLite (rows they lack are the
+partition's tail), so a missing, stale or corrupt index file costs a rebuild, never a wrong answer.
+A background thread, ``_GraphIndexer``, moves committed rows into the graphs, and rebuilds a graph
+that superseded facts have crowded; until a row is in a graph it is searched exactly, so an entry is
+recallable the moment its id is returned.
 
 An id is handed out only after its transaction committed: what a caller was told is stored is on
 disk (``synchronous=FULL`` survives a power cut, ``NORMAL`` a process crash).
@@ -287,12 +288,17 @@ class LongTermStore:
         self._note_changes(len(rows))
 
     def wait_indexed(self, timeout: Optional[float] = None) -> bool:
-        """Block until every committed row is in its partition's graph (True) or ``timeout`` passes."""
+        """Block until every committed row is in its partition's graphs and no graph rebuild is due
+        (True), or ``timeout`` passes."""
         return self._indexer.wait_idle(timeout)
 
     def index_backlog(self) -> int:
         """Rows committed but not yet in a graph (searched exactly meanwhile)."""
         return sum(part.tail for part in list(self._partitions.values()))
+
+    def _index_work(self) -> int:
+        """Rows the background indexer still owes: tails, and due or running graph rebuilds."""
+        return sum(part.backlog for part in list(self._partitions.values()))
 
     def _index_remove(self, rowids: Iterable[int]) -> None:
         touched = set()
@@ -912,7 +918,8 @@ class LongTermStore:
 
 
 class _GraphIndexer:
-    """The background thread that moves partitions' tails into their HNSW graphs.
+    """The background thread that moves partitions' tails into their HNSW graphs and rebuilds
+    crowded ones (``Partition.index_step``).
 
     Started on the first row that needs it, so stores that stay exact (small ones, most tests) run no
     thread. It holds only a weak reference to the store: a store dropped without ``close`` does not
@@ -928,7 +935,7 @@ class _GraphIndexer:
 
     def wake(self) -> None:
         store = self._store()
-        if store is None or self._stopping or not store.index_backlog():
+        if store is None or self._stopping or not store._index_work():
             return
         with self._changed:
             self._busy = True
@@ -962,7 +969,7 @@ class _GraphIndexer:
             failed = False
             try:
                 for part in list(store._partitions.values()):
-                    part.index_tail(_INDEX_CHUNK)
+                    part.index_step(_INDEX_CHUNK)
             except Exception:  # a failed insertion must not end the thread; the tail stays searchable
                 log.exception("vector index insertion failed; those rows stay in the exact tail")
                 failed = True
@@ -970,7 +977,7 @@ class _GraphIndexer:
                 if self._stopping:
                     return
                 # Checked under the condition's lock, so a wake() between the pass and here is not lost.
-                if not failed and store.index_backlog():
+                if not failed and store._index_work():
                     continue
                 del store
                 self._busy = False

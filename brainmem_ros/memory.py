@@ -45,7 +45,8 @@ class BrainMemory:
         s = self.config.store
         self.store = LongTermStore(
             s.path, dim=self.embedder.dim,
-            index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search),
+            index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search,
+                                s.regraph_share, s.hnsw_ef_reference_rows),
             synchronous=s.synchronous, index_save_every=s.index_save_every, model_name=self.embedder.name)
         self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities, self.config.encoding.places)
         snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"

@@ -1,0 +1,145 @@
+"""A partition's two graphs: superseded rows leave the current graph once they crowd it, history
+queries still reach them, and the graphs answer as exact search does through every change and a
+save and reload. Random unit vectors: nothing here depends on meaning, only on which row is nearest."""
+import numpy as np
+import pytest
+
+from brainmem_ros.vector_index import IndexSettings, Partition
+
+DIM = 16
+SETTINGS = IndexSettings(dim=DIM, exact_below=100, hnsw_ef_search=512, regraph_share=0.25)
+
+
+def unit_vectors(n, seed):
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def settle(part, chunk=64):
+    steps = 0
+    while part.backlog:
+        part.index_step(chunk)
+        steps += 1
+        assert steps < 10000, "the indexer's work does not shrink"
+    return steps
+
+
+def filled(n=1000, seed=0):
+    part = Partition(SETTINGS)
+    vectors = unit_vectors(n, seed)
+    part.add(np.arange(1, n + 1), vectors, np.zeros(n))
+    settle(part)
+    return part, vectors
+
+
+def assert_answers_as_exact(part, queries):
+    for q in queries:
+        for history in (False, True):
+            got, _ = part.search(q, 10, include_hidden=history)
+            want, _ = part.search(q, 10, include_hidden=history, exact=True)
+            assert len(set(got.tolist())) == len(got), "a row came back twice"
+            assert set(got.tolist()) == set(want.tolist())
+
+
+def test_superseded_rows_leave_the_current_graph_once_they_crowd_it():
+    part, vectors = filled()
+    for rowid in range(1, 201):  # 20%: below the share, the graph keeps them, flagged
+        part.set_hidden(rowid, True)
+    assert not part.regraph_due() and part.hnsw.ntotal == 1000
+    for rowid in range(201, 301):  # 30%: past it
+        part.set_hidden(rowid, True)
+    assert part.regraph_due() and part.backlog >= 700
+    settle(part)
+    assert part.hnsw.ntotal == 700 and part.tail == 0 and not part.regraph_due()
+    assert part.indexed == 1000  # the 300 superseded rows went to the history graph, none was lost
+    assert 1 not in part.search(vectors[0], 10)[0]
+    assert part.search(vectors[0], 1, include_hidden=True)[0][0] == 1
+    assert_answers_as_exact(part, np.concatenate([vectors[:30], vectors[250:280], unit_vectors(30, 9)]))
+
+
+def test_a_row_current_again_is_found_though_it_sits_in_the_history_graph():
+    part, vectors = filled()
+    for rowid in range(1, 301):
+        part.set_hidden(rowid, True)
+    settle(part)
+    part.set_hidden(5, False)  # e.g. the fact that superseded it was deleted
+    assert part.search(vectors[4], 1)[0][0] == 5
+    part.set_hidden(5, True)
+    assert 5 not in part.search(vectors[4], 10)[0]
+
+
+def test_rows_changed_while_a_rebuild_runs_are_answered_as_exact_search_does():
+    part, vectors = filled()
+    for rowid in range(1, 301):
+        part.set_hidden(rowid, True)
+    part.index_step(64)  # the rebuild has begun, 64 of ~700 rows in
+    assert part.backlog > 0
+    part.add(np.arange(1001, 1101), unit_vectors(100, 1), np.zeros(100))
+    for rowid in list(range(400, 450)) + [1001, 1002]:
+        part.set_hidden(rowid, True)  # superseded mid-rebuild: some are in the new graph's snapshot
+    for rowid in (600, 601, 1003):
+        assert part.remove(rowid)
+    part.set_hidden(7, False)
+    part.index_step(64)
+    assert_answers_as_exact(part, np.concatenate([vectors[395:455], unit_vectors(30, 8)]))
+    settle(part)
+    assert part.tail == 0
+    assert_answers_as_exact(part, np.concatenate([vectors[395:455], vectors[:10], unit_vectors(30, 7)]))
+    assert 600 not in part.search(vectors[599], 10, include_hidden=True)[0]
+
+
+def test_saved_graphs_are_adopted_whole_and_a_deleted_row_makes_them_stale(tmp_path):
+    part, vectors = filled()
+    for rowid in range(1, 301):
+        part.set_hidden(rowid, True)
+    settle(part)
+    part.remove(900)
+    path = tmp_path / "p.faiss"
+    part.save_graph(path)
+    assert path.exists() and (tmp_path / "p.history.faiss").exists()
+
+    def reloaded(rowids):
+        again = Partition(SETTINGS)
+        again.add(rowids, vectors[rowids - 1], np.zeros(len(rowids)), hidden=rowids <= 300)
+        return again
+
+    survivors = np.array([r for r in range(1, 1001) if r != 900])
+    again = reloaded(survivors)
+    assert again.load_graph(path)
+    assert again.tail == 0 and again.backlog == 0 and again.hnsw.ntotal == 700
+    queries = np.concatenate([vectors[:20], vectors[890:910], unit_vectors(20, 5)])
+    for q in queries:
+        for history in (False, True):
+            assert again.search(q, 10, include_hidden=history)[0].tolist() == \
+                part.search(q, 10, include_hidden=history)[0].tolist()
+    assert not reloaded(survivors[survivors != 500]).load_graph(path)
+
+
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_the_rebuild_share_is_a_setting(share):
+    part = Partition(IndexSettings(dim=DIM, exact_below=100, regraph_share=share))
+    part.add(np.arange(1, 501), unit_vectors(500, 3), np.zeros(500))
+    settle(part)
+    for rowid in range(1, 201):
+        part.set_hidden(rowid, True)
+    assert part.regraph_due() == (share < 0.4)
+
+
+def test_large_graphs_search_wider_and_the_growth_is_a_setting():
+    settings = IndexSettings(hnsw_ef_search=256, ef_reference_rows=100000)
+    assert settings.ef_for(1000) == settings.ef_for(100000) == 256
+    assert 256 < settings.ef_for(200000) < settings.ef_for(400000) < settings.ef_for(10**6) <= 4096
+    assert IndexSettings(hnsw_ef_search=256, ef_reference_rows=0).ef_for(10**6) == 256
+
+
+def test_store_settings_reach_the_partitions(tmp_path):
+    from brainmem_ros.config import MemoryConfig
+    from brainmem_ros.embedding import HashingEmbedder
+    from brainmem_ros.memory import BrainMemory
+
+    config = MemoryConfig().replace(**{"store.path": str(tmp_path / "m.db"), "store.regraph_share": 0.5,
+                                       "store.hnsw_ef_reference_rows": 1234})
+    memory = BrainMemory(config, embedder=HashingEmbedder())
+    assert memory.store.index_settings.regraph_share == 0.5
+    assert memory.store.index_settings.ef_reference_rows == 1234
+    memory.close()
