@@ -311,6 +311,8 @@ class LongTermStore:
         for key in touched:
             if self._partitions[key].needs_compaction():
                 self._partitions[key].compact()
+        if touched:
+            self._indexer.wake()  # deleted rows count towards a rebuild of the graph they were in
 
     def _count_terms(self, texts: Sequence[str], sign: int) -> None:
         with self._lock:
@@ -429,6 +431,8 @@ class LongTermStore:
         self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
         for rowid, hidden in hidden_changes:
             self._set_hidden(rowid, hidden)
+        if hidden_changes:
+            self._indexer.wake()  # the facts just closed may make a rebuild due
         return [e.id for _, e in added]
 
     def _supersede(self, conn, entry: Entry, rel: Relation, closed_entries: set[int]) -> Optional[tuple[float, str]]:
