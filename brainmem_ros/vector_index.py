@@ -316,6 +316,14 @@ class Partition:
         if kind == _HISTORY:
             self._reopened.update(positions[current].tolist())
 
+    def _install(self, kind: int, graph: _Graph, positions: np.ndarray) -> None:
+        """Make ``graph``, whose labels are the rows at ``positions``, the partition's graph of ``kind``."""
+        self._adopt_labels(kind, graph, positions)
+        if kind == _CURRENT:
+            self._current = graph
+        else:
+            self._history = graph
+
     def _recount(self) -> None:
         n = self.size
         where, dead = self._graph_of[:n], self._dead[:n]
@@ -384,11 +392,7 @@ class Partition:
                     chunk = positions[start:start + _BUILD_STEP]
                     graph.index.add(np.ascontiguousarray(self._vectors[chunk]))
                     bar.update(len(chunk))
-                self._adopt_labels(kind, graph, positions)
-                if kind == _CURRENT:
-                    self._current = graph
-                else:
-                    self._history = graph
+                self._install(kind, graph, positions)
         self._recount()
 
     def save_graph(self, path: Path) -> None:
@@ -442,12 +446,7 @@ class Partition:
                 taken = valid.copy()
                 taken[valid] = self._graph_of[positions[valid]] != _TAIL
                 positions = np.where(taken, -1, positions)
-                graph = _Graph(self.settings, index)
-                self._adopt_labels(kind, graph, positions)
-                if kind == _CURRENT:
-                    self._current = graph
-                else:
-                    self._history = graph
+                self._install(kind, _Graph(self.settings, index), positions)
             self._recount()
         return True
 
