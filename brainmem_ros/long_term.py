@@ -284,7 +284,6 @@ class LongTermStore:
                 self._scoring[rowid] = (float(entry.importance), entry.last_access, entry.created, float(entry.confidence))
                 if entry.warning:
                     self._warning_rowids.add(rowid)
-        self._indexer.wake()
         self._note_changes(len(rows))
 
     def wait_indexed(self, timeout: Optional[float] = None) -> bool:
@@ -431,8 +430,7 @@ class LongTermStore:
         self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
         for rowid, hidden in hidden_changes:
             self._set_hidden(rowid, hidden)
-        if hidden_changes:
-            self._indexer.wake()  # the facts just closed may make a rebuild due
+        self._indexer.wake()  # after the batch's facts are closed: they may make a rebuild due
         return [e.id for _, e in added]
 
     def _supersede(self, conn, entry: Entry, rel: Relation, closed_entries: set[int]) -> Optional[tuple[float, str]]:

@@ -64,7 +64,6 @@ class _Graph:
         if index is None:
             index = faiss.IndexHNSWFlat(settings.dim, settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = settings.hnsw_ef_construction
-        index.hnsw.efSearch = settings.hnsw_ef_search
         self.settings = settings
         self.index = index
         self.count = 0
