@@ -2,12 +2,11 @@
 
 Encode -> (working memory) -> consolidate -> (long-term memory) -> retrieve -> forget. The ROS
 nodes hold one of these and only translate messages; tests and replay tools use it directly.
-Thread-safe: one lock guards each agent's working memory, the store has its own.
+Thread-safe: one lock (working memory's) guards every agent's working memory, the store has its own.
 """
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -58,7 +57,9 @@ class BrainMemory:
         self.consolidator = Consolidator(self.config, self.store, self.embedder)
         self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
         self._finished: dict[str, Goal] = {}
-        self._lock = threading.RLock()
+        # The same lock as working memory's own: readers (the snapshot, get_working_memory) iterate
+        # an agent's traces under it, so ingest and consolidation must change them under it too.
+        self._lock = self.working.lock
 
     def _resume_traces(self) -> None:
         """Working traces come back from the journal (complete up to the last acknowledged ingest),

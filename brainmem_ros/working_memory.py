@@ -233,13 +233,17 @@ class WorkingMemory:
         if not self.snapshot_path:
             return
         with self._save_lock:
+            # json.dumps, not json.dump: dump streams through the pure-Python encoder, and under
+            # load (a save after every consolidation) that held the interpreter lock ~25 ms a save,
+            # which retrievals in the same process waited out. Encoded under the lock: goal_actions
+            # is the live dict.
             with self.lock:
-                data = {"version": 1, "saved": time.time(),
-                        "agents": [wm.to_dict() for wm in self.agents.values()]}
+                text = json.dumps({"version": 1, "saved": time.time(),
+                                   "agents": [wm.to_dict() for wm in self.agents.values()]})
             partial = self.snapshot_path.with_suffix(f".{os.getpid()}.partial")
             partial.parent.mkdir(parents=True, exist_ok=True)
             with open(partial, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
+                fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(partial, self.snapshot_path)

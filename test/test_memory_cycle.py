@@ -192,3 +192,39 @@ def test_working_memory_survives_restart(make_memory, hashing, tmp_path):
     again = make_memory(hashing)
     wm = again.working_memory("a")
     assert wm.active_goal().id == goal.id and wm.holding() == ["sponge"]
+
+
+def test_working_memory_can_be_read_while_traces_stream_in(make_memory, hashing):
+    """get_working_memory and the snapshot walk an agent's traces under working memory's lock; ingest
+    must change them under the same lock, or a reader dies with 'deque mutated during iteration'
+    (seen in brainmem-ros loadtest before the locks were one)."""
+    import threading
+    import time
+
+    from brainmem_ros.encoding import Event
+    from brainmem_ros.trace import TraceKind
+
+    memory = make_memory(hashing, **{"working.max_traces": 50, "consolidation.every_n_traces": 0})
+    memory.observe("a", "the mug is on the counter")
+    wm = memory.working_memory("a")
+    traces = memory.encoder.prepare([Event("a", TraceKind.OBSERVATION, f"the cup {i} is on the shelf")
+                                     for i in range(400)])
+    failures, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            try:
+                with memory.working.lock:
+                    for _ in wm.traces:
+                        time.sleep(0)  # hand the interpreter to the writer mid-walk
+            except RuntimeError as exc:
+                failures.append(exc)
+                return
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for start in range(0, len(traces), 4):
+        memory.ingest(traces[start:start + 4])
+    stop.set()
+    reader.join(timeout=10)
+    assert not failures and len(wm.traces) == 50

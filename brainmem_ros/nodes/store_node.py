@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -41,7 +41,9 @@ class StoreNode(Node):
         self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
         # One reader and one writer at a time: retrievals are CPU-bound under one GIL, so running more
         # of them at once only adds contention, and a crowd of readers would starve the writes (ingest).
-        reads, writes = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        # Working-memory views get their own group: converting a few hundred traces to messages takes
+        # ~60 ms, which retrievals queued behind it used to wait out in full.
+        reads, writes, views = (MutuallyExclusiveCallbackGroup() for _ in range(3))
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
         served = QoSProfile(depth=service_depth, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.VOLATILE)
@@ -49,7 +51,7 @@ class StoreNode(Node):
         self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), qos_profile=served,
                             callback_group=reads)
         self.create_service(GetWorkingMemory, "/brainmem/get_working_memory", self._guard(self.on_get_working),
-                            qos_profile=served, callback_group=reads)
+                            qos_profile=served, callback_group=views)
         for srv, name, handler in [
             (StoreMemory, "/brainmem/store_memory", self.on_store),
             (IngestTraces, "/brainmem/ingest_traces", self.on_ingest),
