@@ -234,7 +234,7 @@ class WorkingMemory:
             return
         with self._save_lock:
             # json.dumps, not json.dump: dump streams through the pure-Python encoder, and under
-            # load (a save after every consolidation) that held the interpreter lock ~25 ms a save,
+            # load (a save after every consolidation) that held the interpreter lock ~28 ms a save,
             # which retrievals in the same process waited out. Encoded under the lock: goal_actions
             # is the live dict.
             with self.lock:
