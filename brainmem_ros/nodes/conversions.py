@@ -1,6 +1,7 @@
 """Messages <-> core types. The only place that knows both worlds' field names."""
 from __future__ import annotations
 
+from array import array
 from typing import Optional
 
 import numpy as np
@@ -29,6 +30,12 @@ def from_time(stamp: Time) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
+def _float32s(vector) -> array:
+    """A float32[] field from a vector: rclpy takes an array('f') as it is, but checks a list's
+    elements one by one (16.6 against 4.4 us for a 384-d trace message)."""
+    return array("f", np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+
+
 def _position(point: Point, has: bool) -> Optional[Position]:
     return Position(point.x, point.y, point.z) if has else None
 
@@ -54,7 +61,7 @@ def action_event(msg: ActionResult) -> Event:
 
 def trace_to_msg(trace: Trace) -> TraceMsg:
     msg = TraceMsg(agent_id=trace.agent_id, kind=_KIND_TO_MSG[trace.kind], text=trace.text,
-                   embedding=np.asarray(trace.embedding, dtype=np.float32).tolist(), entities=list(trace.entities),
+                   embedding=_float32s(trace.embedding), entities=list(trace.entities),
                    relations=[RelationMsg(subject=r.subject, predicate=r.predicate, object=r.object)
                               for r in trace.relations],
                    source=trace.source, confidence=float(trace.confidence), location=trace.location,
@@ -114,7 +121,7 @@ def entry_to_msg(entry: Entry, recall: Optional[Recall] = None, with_embedding: 
                       access_count=int(entry.access_count), source=entry.source, confidence=float(entry.confidence),
                       location=entry.location, superseded=entry.superseded, warning=entry.warning)
     if with_embedding and entry.embedding is not None:
-        msg.embedding = np.asarray(entry.embedding, dtype=np.float32).tolist()
+        msg.embedding = _float32s(entry.embedding)
     msg.created, msg.last_access = to_time(entry.created), to_time(entry.last_access)
     msg.position, msg.has_position = _point(entry.position)
     if recall is not None:
