@@ -37,8 +37,8 @@ class StoreSection:
     exact_below: int = p(20000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0, 10**9)
     hnsw_m: int = p(24, "HNSW graph degree", 4, 128)
     hnsw_ef_construction: int = p(64, "HNSW build-time candidate list", 8, 1024)
-    hnsw_ef_search: int = p(256, "HNSW query-time candidate list (recall against latency)", 8, 4096)
-    hnsw_ef_reference_rows: int = p(100000, "graphs larger than this search with hnsw_ef_search scaled by "
+    hnsw_ef_search: int = p(128, "HNSW query-time candidate list (recall against latency)", 8, 4096)
+    hnsw_ef_reference_rows: int = p(40000, "graphs larger than this search with hnsw_ef_search scaled by "
                                             "(rows / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
     regraph_share: float = p(0.25, "rebuild a partition's current HNSW graph in the background once this share of "
                                    "its rows is superseded or deleted", 0.01, 1.0)

@@ -259,6 +259,36 @@ def test_an_older_fact_arriving_late_does_not_supersede_a_newer_one(tmp_path):
     store.close()
 
 
+_SUPERSESSION_LOOKUP = ("SELECT id, entry, valid_from FROM relations WHERE agent_id = 'a' AND subject = 'butter'"
+                        " AND predicate = 'location' AND valid_to IS NULL AND zone IN ('semantic', 'episodic')"
+                        " AND object != 'sink'")
+
+
+@pytest.mark.parametrize("made_before_the_fix", [False, True])
+def test_supersession_reads_current_facts_from_the_index_alone(tmp_path, made_before_the_fix):
+    """A fact seen again with the same value stays current beside the earlier ones, so the lookup
+    that closes facts grows with the store; it must not also read the table for each of them. A
+    store made with the narrow index is repaired when opened, and supersedes as before."""
+    path = tmp_path / "m.db"
+    store = LongTermStore(path)
+    fact = lambda o, t: entry(f"butter location {o}", zone=Zone.SEMANTIC, entities=["butter", o],
+                              relations=[Relation("butter", "location", o)], created=t, last_access=t)
+    seen = store.add([fact("fridge", 1000.0 + i) for i in range(5)])
+    if made_before_the_fix:
+        store._conn.execute("DROP INDEX relations_current")
+        store._conn.execute("CREATE INDEX relations_current ON relations(agent_id, subject, predicate)"
+                            " WHERE valid_to IS NULL")
+        store.close()
+        store = LongTermStore(path)
+    plan = " ".join(row[-1] for row in store._conn.execute("EXPLAIN QUERY PLAN " + _SUPERSESSION_LOOKUP))
+    assert "COVERING INDEX relations_current" in plan, plan
+    (moved,) = store.add([fact("counter", 2000.0)])
+    assert store.current_facts("a", ["butter"]) == {("butter", "location"): ("counter", moved)}
+    assert all(e.superseded for e in store.get(seen))
+    assert store.integrity()["integrity_ok"]
+    store.close()
+
+
 def _fts_segments(store):
     return store._conn.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(block)), 0) FROM entries_fts_data").fetchone()
 
