@@ -38,6 +38,11 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
     executor = MultiThreadedExecutor(num_threads=max(4, 2 * len(nodes)))
     for node in nodes:
         executor.add_node(node)
+    # What start-up made (modules, the model, the opened store) lives as long as the process; frozen,
+    # the cyclic collector stops walking it on every full collection while requests are served
+    # (retrieval without the embedding at 100k memories: 1.6 -> 1.1 ms p50 with its objects frozen).
+    gc.collect()
+    gc.freeze()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
@@ -57,6 +62,7 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                 except Exception as exc:  # one node failing to close must not keep the others open
                     print(f"[ERROR] closing {node.get_name()}: {exc}", file=sys.stderr, flush=True)
         executor.shutdown(timeout_sec=5.0)
+        gc.unfreeze()  # the nodes are among the frozen objects: ``release`` must be able to collect them
         for node in nodes:
             node.destroy_node()
         for sig, handler in previous.items():
@@ -90,4 +96,5 @@ def release(nodes: list) -> None:
     capture it) is otherwise torn down during finalisation, after rclpy, and its native handles abort
     the process ("terminate called without an active exception", exit 134)."""
     nodes.clear()
+    gc.unfreeze()
     gc.collect()
