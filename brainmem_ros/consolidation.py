@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Optional
 
@@ -27,7 +26,7 @@ from brainmem_ros.config import MemoryConfig
 from brainmem_ros.embedding import Embedder
 from brainmem_ros.extraction import HELD
 from brainmem_ros.long_term import LongTermStore
-from brainmem_ros.trace import Entry, Goal, GoalStatus, Relation, Trace, TraceKind, Zone
+from brainmem_ros.trace import Entry, Goal, GoalStatus, Relation, Trace, TraceKind, Zone, new_id
 from brainmem_ros.working_memory import AgentWorkingMemory
 
 __all__ = ["ConsolidationReport", "Consolidator", "fact_sentence", "goal_key"]
@@ -55,7 +54,7 @@ def goal_key(description: str) -> str:
 
 
 def _new_id(zone: Zone) -> str:
-    return f"{zone.value[:3]}-{uuid.uuid4().hex[:16]}"
+    return new_id(zone.value[:3])
 
 
 class Consolidator:

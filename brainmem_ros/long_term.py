@@ -33,7 +33,7 @@ import numpy as np
 import sqlite_utils
 
 from brainmem_ros.errors import InvalidRequest, StoreUnavailable
-from brainmem_ros.trace import Entry, Position, Relation, Zone
+from brainmem_ros.trace import Entry, Position, Relation, Zone, new_id
 from brainmem_ros.validation import check_embedding, check_position, check_unit
 from brainmem_ros.vector_index import IndexSettings, Partition, insert_on_one_thread
 
@@ -435,7 +435,7 @@ class LongTermStore:
             first = (conn.execute("SELECT COALESCE(MAX(key), 0) FROM entries").fetchone()[0]) + 1
             rows, edges, derived = [], [], []
             for offset, e in enumerate(entries):
-                e.id = e.id or f"{e.zone.value[:3]}-{uuid.uuid4().hex[:16]}"
+                e.id = e.id or new_id(e.zone.value[:3])
                 e.created = e.created or now
                 e.last_access = e.last_access or e.created
                 pos, rowid = e.position, first + offset

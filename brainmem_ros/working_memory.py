@@ -24,7 +24,7 @@ import numpy as np
 from brainmem_ros.config import WorkingSection
 from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import HELD
-from brainmem_ros.trace import Goal, GoalStatus, Position, Relation, Trace, TraceKind
+from brainmem_ros.trace import Goal, GoalStatus, Position, Relation, Trace, TraceKind, new_id
 
 __all__ = ["EntityState", "AgentWorkingMemory", "WorkingMemory"]
 
@@ -53,7 +53,7 @@ class AgentWorkingMemory:
 
     # -- traces --------------------------------------------------------------------------------
     def add(self, trace: Trace) -> None:
-        trace.id = trace.id or f"wrk-{uuid.uuid4().hex[:16]}"
+        trace.id = trace.id or new_id("wrk")
         self.traces.append(trace)
         self.new_since_consolidation += 1
         if trace.kind is TraceKind.ACTION:
