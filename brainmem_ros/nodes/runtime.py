@@ -40,7 +40,7 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
         executor.add_node(node)
     # What start-up made (modules, the model, the opened store) lives as long as the process; frozen,
     # the cyclic collector stops walking it on every full collection while requests are served
-    # (retrieval without the embedding at 100k memories: 1.6 -> 1.1 ms p50 with its objects frozen).
+    # (`brainmem-ros bench`, retrieval without the embedding at 100k memories: 1.6 -> 1.1 ms p50).
     gc.collect()
     gc.freeze()
     stop = threading.Event()
