@@ -179,41 +179,41 @@ class LongTermStore:
         creates fires on every UPDATE, so each access-count flush, decay pass or supersession also
         deleted and re-inserted the entry's FTS row, inside the write lock that retrievals wait on,
         and FTS segments piled up (five flushes of 2,000 accessed entries: 75 -> 135 ms with the old
-        trigger, 66-79 ms with this one). Stores made before this are repaired when opened; a
-        read-only store keeps the old trigger, which is slower but just as correct."""
-        row = self._conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'entries_au'"
-                                 ).fetchone()
-        if row is None or "UPDATE OF" in row[0]:
-            return
-        try:
-            with self._transaction() as conn:
-                conn.execute("DROP TRIGGER entries_au")
-                conn.execute(
-                    "CREATE TRIGGER entries_au AFTER UPDATE OF content, entity_text ON entries BEGIN"
-                    " INSERT INTO entries_fts (entries_fts, rowid, content, entity_text)"
-                    " VALUES ('delete', old.rowid, old.content, old.entity_text);"
-                    " INSERT INTO entries_fts (rowid, content, entity_text)"
-                    " VALUES (new.rowid, new.content, new.entity_text); END")
-        except StoreUnavailable as exc:
-            log.warning("%s: kept the FTS trigger that fires on every update (%s)", self.path, exc)
+        trigger, 66-79 ms with this one). A read-only store keeps the old trigger, which is slower
+        but just as correct."""
+        self._repair_schema(
+            "trigger", "entries_au", lambda sql: "UPDATE OF" in sql,
+            ["DROP TRIGGER entries_au",
+             "CREATE TRIGGER entries_au AFTER UPDATE OF content, entity_text ON entries BEGIN"
+             " INSERT INTO entries_fts (entries_fts, rowid, content, entity_text)"
+             " VALUES ('delete', old.rowid, old.content, old.entity_text);"
+             " INSERT INTO entries_fts (rowid, content, entity_text)"
+             " VALUES (new.rowid, new.content, new.entity_text); END"],
+            "the FTS trigger that fires on every update")
 
     def _widen_current_relations_index(self) -> None:
         """Supersession looks up the agent's current facts about (subject, predicate) once per new
         relation. A fact observed again with the same value stays current alongside the earlier
         ones, so that lookup grows with the store; with every column it reads in the index it never
         touches the table (pre-embedded ingest at 90-100k entries: 33 -> 5 ms of lookups per 1,000
-        entries). Stores made before this are repaired when opened; a read-only store keeps the
-        narrow index."""
-        row = self._conn.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'relations_current'"
-                                 ).fetchone()
-        if row is None or row[0] == _CURRENT_RELATIONS_INDEX:
+        entries). A read-only store keeps the narrow index."""
+        self._repair_schema("index", "relations_current", lambda sql: sql == _CURRENT_RELATIONS_INDEX,
+                            ["DROP INDEX relations_current", _CURRENT_RELATIONS_INDEX],
+                            "the narrow index of current relations")
+
+    def _repair_schema(self, kind: str, name: str, up_to_date, statements: Sequence[str], kept: str) -> None:
+        """Bring a store made by an earlier version up to date when it opens: replace the schema
+        object ``name`` with ``statements`` unless ``up_to_date(its sql)``. A store that cannot be
+        written (read-only) keeps what it has, with a warning."""
+        row = self._conn.execute("SELECT sql FROM sqlite_master WHERE type = ? AND name = ?", (kind, name)).fetchone()
+        if row is None or up_to_date(row[0]):
             return
         try:
             with self._transaction() as conn:
-                conn.execute("DROP INDEX relations_current")
-                conn.execute(_CURRENT_RELATIONS_INDEX)
+                for statement in statements:
+                    conn.execute(statement)
         except StoreUnavailable as exc:
-            log.warning("%s: kept the narrow index of current relations (%s)", self.path, exc)
+            log.warning("%s: kept %s (%s)", self.path, kept, exc)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0)
