@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -31,6 +31,13 @@ def new_id(prefix: str) -> str:
     """``prefix-`` and 64 random bits in hex: as unique as the uuid4 prefix used before, without
     building a UUID object per memory (4% of a pre-embedded ingest went to ``uuid4``)."""
     return f"{prefix}-{os.urandom(8).hex()}"
+
+
+def new_ids(prefixes: Sequence[str]) -> list[str]:
+    """``new_id`` for many memories from one ``os.urandom`` call: in this virtual machine each call is
+    a system call of ~5 us, 3% of a pre-embedded ingest when made once per memory."""
+    raw = os.urandom(8 * len(prefixes)).hex()
+    return [f"{prefix}-{raw[16 * i:16 * i + 16]}" for i, prefix in enumerate(prefixes)]
 
 
 class Relation(NamedTuple):

@@ -320,3 +320,31 @@ def test_fts_is_rewritten_only_when_an_entrys_text_changes(tmp_path, made_before
     assert [store.entries_by_rowid([r])[r].id for r, _ in hits] == [ids[0]]
     store._conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('integrity-check')")  # raises if out of step
     store.close()
+
+
+_PER_ROW_FTS_TRIGGER = ("CREATE TRIGGER [entries_ai] AFTER INSERT ON [entries] BEGIN INSERT INTO [entries_fts]"
+                        " (rowid, [content], [entity_text]) VALUES (new.rowid, new.[content], new.[entity_text]); END")
+
+
+@pytest.mark.parametrize("made_before_the_fix", [False, True])
+def test_a_batch_is_put_into_fts_once_without_the_per_row_trigger(tmp_path, made_before_the_fix):
+    """``add`` indexes a batch's text with one INSERT ... SELECT; a store made with sqlite-utils'
+    per-row insert trigger loses that trigger when opened, or every entry would be indexed twice."""
+    path = tmp_path / "m.db"
+    store = LongTermStore(path)
+    first = fill(store, 40)
+    if made_before_the_fix:
+        store._conn.execute(_PER_ROW_FTS_TRIGGER)
+        store.close()
+        store = LongTermStore(path)
+    assert store._conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'entries_ai'").fetchone()[0] == 0
+    store.delete(first[:5])
+    later = store.add([entry(f"the ZQ{i:02d} whisk is in the drawer") for i in range(30)])
+    assert len(set(first + later)) == 70 and all(i.startswith("epi-") for i in later)
+    for i in (0, 17, 29):
+        hits = store.lexical_search([f"ZQ{i:02d}"], "a", [Zone.EPISODIC], 5, max_df=0.5)
+        assert [store.entries_by_rowid([r])[r].id for r, _ in hits] == [later[i]]
+    assert store._conn.execute("SELECT doc FROM entries_fts_vocab WHERE term = 'whisk'").fetchone() == (30,)
+    store._conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('integrity-check')")  # raises if out of step
+    assert store.integrity()["integrity_ok"]
+    store.close()
