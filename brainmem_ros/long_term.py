@@ -477,15 +477,18 @@ class LongTermStore:
             insert_relations = ("INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object,"
                                 " valid_from, valid_to, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?)")
             pending: list[tuple] = []
+            pending_keys: set[tuple[str, str, str]] = set()  # (agent, subject, predicate) of the functional ones
             closed_entries: set[int] = set()
             for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
                 if not e.relations:
                     continue
                 functional = [r for r in e.relations
                               if r.predicate in supersede and e.zone in (Zone.SEMANTIC, Zone.EPISODIC)]
-                if functional and pending:  # earlier entries' relations must be visible to the closing
+                keys = {(e.agent_id, r.subject, r.predicate) for r in functional}
+                if not keys.isdisjoint(pending_keys):  # earlier entries' facts about them must be visible
                     conn.executemany(insert_relations, pending)
-                    pending = []
+                    pending, pending_keys = [], set()
+                pending_keys |= keys
                 stale: dict[Relation, tuple[float, str]] = {}
                 for rel in functional:
                     newer = self._supersede(conn, e, rel, closed_entries)

@@ -242,6 +242,29 @@ def test_term_counts_follow_adds_deletes_and_reopen(tmp_path):
     again.close()
 
 
+def test_within_one_batch_a_later_fact_supersedes_an_earlier_one(tmp_path):
+    """A replayed bag or a consolidation pass stores many facts about one item in one call: they are
+    taken in order, as if added one by one, and only the same agent's (subject, predicate) is closed."""
+    store = LongTermStore(tmp_path / "m.db")
+    fact = lambda o, t, agent="a", s="butter": entry(f"{s} location {o}", agent, zone=Zone.SEMANTIC, entities=[s, o],
+                                                     relations=[Relation(s, "location", o)], created=t, last_access=t)
+    fridge, knife, other_robot, counter, late, sink = store.add([
+        fact("fridge", 1000.0), fact("drawer", 1001.0, s="knife"), fact("shelf", 1002.0, agent="b"),
+        fact("counter", 2000.0), fact("table", 1500.0), fact("sink", 3000.0)])
+    by_id = {e.id: e for e in store.get([fridge, knife, other_robot, counter, late, sink])}
+    assert [by_id[i].superseded for i in (fridge, knife, other_robot, counter, late, sink)] == [
+        True, False, False, True, True, False]
+    assert store.current_facts("a", ["butter", "knife"]) == {("butter", "location"): ("sink", sink),
+                                                             ("knife", "location"): ("drawer", knife)}
+    assert store.current_facts("b", ["butter"]) == {("butter", "location"): ("shelf", other_robot)}
+    history = store._conn.execute("SELECT object, valid_from, valid_to, superseded_by FROM relations "
+                                  "WHERE subject = 'butter' AND agent_id = 'a' ORDER BY valid_from").fetchall()
+    assert history == [("fridge", 1000.0, 2000.0, counter), ("table", 1500.0, 2000.0, counter),
+                       ("counter", 2000.0, 3000.0, sink), ("sink", 3000.0, None, None)]
+    assert store.integrity()["integrity_ok"]
+    store.close()
+
+
 def test_an_older_fact_arriving_late_does_not_supersede_a_newer_one(tmp_path):
     """Topics do not keep order between each other, and replays deliver in bursts: time decides."""
     store = LongTermStore(tmp_path / "m.db")
