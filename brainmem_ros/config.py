@@ -101,7 +101,7 @@ class RetrievalSection:
     min_relevance: float = p(0.3, "candidates less relevant than this are dropped however important", 0.0, 1.0)
     vector_candidates: int = p(16, "candidates from vector recall", 1, 10000)
     lexical_candidates: int = p(10, "candidates from lexical (FTS5) recall", 0, 10000)
-    lexical_max_df: float = p(0.002, "lexical recall uses only query words found in at most this share of memories (rare words; common ones are vector recall's job)", 0.0, 1.0)
+    lexical_max_df: float = p(0.002, "lexical recall uses only query words found in at most this share of the memories the caller sees, its own and the shared ones (rare words; common ones are vector recall's job)", 0.0, 1.0)
     graph_hops: int = p(2, "entity-graph hops from the query's and context's entities", 0, 2)
     graph_fanout: int = p(6, "entities followed per hop (most recently related first)", 1, 1000)
     graph_per_entity: int = p(4, "memories taken per entity reached (most recent first)", 1, 1000)

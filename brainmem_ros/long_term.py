@@ -71,6 +71,16 @@ def fts_tokens(text: str) -> set[str]:
     return set(_TOKEN.findall(folded))
 
 
+def _created_within(since: float, until: float, alias: str = "") -> tuple[str, list[float]]:
+    """The SQL (and its parameters) that keeps entries created in [since, until]; 0 leaves a side open."""
+    clause, params = "", []
+    if since:
+        clause, params = clause + f" AND {alias}created >= ?", params + [since]
+    if until:
+        clause, params = clause + f" AND {alias}created <= ?", params + [until]
+    return clause, params
+
+
 def _owner(agent_id: str, shared: bool) -> str:
     return SHARED_OWNER if shared else agent_id
 
@@ -93,10 +103,13 @@ class LongTermStore:
         # Tuples, not lists: the collector stops tracking tuples of floats, so 100k of them add
         # nothing to garbage-collection pauses.
         self._scoring: dict[int, tuple[float, float, float, float]] = {}
-        # term -> number of memories containing it, for choosing lexical recall's rare terms without
-        # asking FTS5 (whose vocabulary table counts documents by walking each term's postings).
-        self._df: Counter = Counter()
-        self._dropped_texts: list[str] = []
+        # owner -> term -> number of that owner's memories containing it, for choosing lexical
+        # recall's rare terms without asking FTS5 (whose vocabulary table counts documents by walking
+        # each term's postings, and over every agent at once). Per owner, so that what is rare for
+        # one robot does not change because another robot stored a thousand notes.
+        self._df: dict[str, Counter] = defaultdict(Counter)
+        self._owned: Counter = Counter()  # owner -> memories
+        self._dropped_texts: list[tuple[str, str]] = []
         self._changes_since_save = 0
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
@@ -299,7 +312,9 @@ class LongTermStore:
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
                 " confidence FROM entries ORDER BY rowid").fetchall()
             self._scoring = {r[0]: (r[7], r[8], r[4], 1.0 if r[9] is None else r[9]) for r in rows}
-            self._df = Counter(dict(self._conn.execute("SELECT term, doc FROM entries_fts_vocab")))
+            self._df, self._owned = defaultdict(Counter), Counter()
+            self._count_terms([(_owner(a, bool(sh)), f"{c} {t or ''}") for a, sh, c, t in
+                               self._conn.execute("SELECT agent_id, shared, content, entity_text FROM entries")], +1)
         with self._lock:
             self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
         grouped: dict[tuple[str, str], list] = defaultdict(list)
@@ -380,16 +395,29 @@ class LongTermStore:
         if touched:
             self._indexer.wake()  # deleted rows count towards a rebuild of the graph they were in
 
-    def _count_terms(self, texts: Sequence[str], sign: int) -> None:
-        counts = Counter(itertools.chain.from_iterable(map(fts_tokens, texts)))
+    def _count_terms(self, texts: Sequence[tuple[str, str]], sign: int, memories: bool = True) -> None:
+        """Add (sign +1) or take away (-1) the terms of (owner, text) pairs; ``memories``: each text
+        is a whole memory come or gone (not an edit of one)."""
+        by_owner: dict[str, list[str]] = defaultdict(list)
+        for owner, text in texts:
+            by_owner[owner].append(text)
         with self._lock:
-            if sign > 0:
-                self._df.update(counts)
-                return
-            self._df.subtract(counts)
-            for token in counts:
-                if self._df[token] <= 0:
-                    del self._df[token]
+            for owner, owned in by_owner.items():
+                counts = Counter(itertools.chain.from_iterable(map(fts_tokens, owned)))
+                df = self._df[owner]
+                if memories:
+                    self._owned[owner] += sign * len(owned)
+                if sign > 0:
+                    df.update(counts)
+                    continue
+                df.subtract(counts)
+                for token in counts:
+                    if df[token] <= 0:
+                        del df[token]
+                if not df:
+                    del self._df[owner]
+                if self._owned.get(owner, 0) <= 0:
+                    self._owned.pop(owner, None)
 
     def _note_changes(self, n: int) -> None:
         """Save the graphs every ``index_save_every`` changes, and never more often than every quarter
@@ -504,7 +532,7 @@ class LongTermStore:
             hidden_changes += self._retire_closed(conn, closed_entries)
             self._journal_apply(conn, (), journal_remove)
         self._index_add(added, vectors)
-        self._count_terms([f"{e.content} {' '.join(e.entities)}" for _, e in added], +1)
+        self._count_terms([(_owner(e.agent_id, e.shared), f"{e.content} {' '.join(e.entities)}") for _, e in added], +1)
         for rowid, hidden in hidden_changes:
             self._set_hidden(rowid, hidden)
         self._indexer.wake()  # after the batch's facts are closed: they may make a rebuild due
@@ -586,15 +614,17 @@ class LongTermStore:
                          (float(np.clip(importance, 0, 1)), time.time(), confidence, row[0]))
             replaced = None
             if content is not None:
-                old = conn.execute("SELECT content, entity_text FROM entries WHERE rowid = ?", (row[0],)).fetchone()
+                old = conn.execute("SELECT content, entity_text, agent_id, shared FROM entries WHERE rowid = ?",
+                                   (row[0],)).fetchone()
                 conn.execute("UPDATE entries SET content = ? WHERE rowid = ?", (content, row[0]))
-                replaced = (f"{old[0]} {old[1] or ''}", f"{content} {old[1] or ''}")
+                owner = _owner(old[2], bool(old[3]))
+                replaced = ((owner, f"{old[0]} {old[1] or ''}"), (owner, f"{content} {old[1] or ''}"))
             if embedding is not None:
                 conn.execute("UPDATE entries SET embedding = ? WHERE rowid = ?",
                              (np.asarray(embedding, dtype=np.float32).tobytes(), row[0]))
         if replaced:
-            self._count_terms([replaced[0]], -1)
-            self._count_terms([replaced[1]], +1)
+            self._count_terms([replaced[0]], -1, memories=False)
+            self._count_terms([replaced[1]], +1, memories=False)
         scoring = self._scoring.get(row[0])
         if scoring is not None:
             self._scoring[row[0]] = (float(np.clip(importance, 0, 1)), time.time(), scoring[2],
@@ -695,9 +725,10 @@ class LongTermStore:
         if not rowids:
             return []
         marks = ",".join("?" * len(rowids))
-        rows = conn.execute(f"SELECT id, content, entity_text FROM entries WHERE rowid IN ({marks})", list(rowids)).fetchall()
+        rows = conn.execute(f"SELECT id, content, entity_text, agent_id, shared FROM entries WHERE rowid IN ({marks})",
+                            list(rowids)).fetchall()
         ids = [r[0] for r in rows]
-        self._dropped_texts.extend(f"{r[1]} {r[2] or ''}" for r in rows)
+        self._dropped_texts.extend((_owner(r[3], bool(r[4])), f"{r[1]} {r[2] or ''}") for r in rows)
         reopened = []
         if ids:
             id_marks = ",".join("?" * len(ids))
@@ -748,11 +779,15 @@ class LongTermStore:
         return results[:k]
 
     def lexical_search(self, terms: Sequence[str], agent_id: str, zones: Sequence[Zone], k: int,
-                       include_superseded: bool = False, max_df: float = 1.0) -> list[tuple[int, float]]:
+                       include_superseded: bool = False, max_df: float = 1.0, since: float = 0.0,
+                       until: float = 0.0) -> list[tuple[int, float]]:
         """FTS5 bm25 over content and entity names; any term may match (OR), rarer terms weigh more.
 
-        Terms found in more than ``max_df`` of all memories are left out: they are what embeddings
-        already capture, and ranking their thousands of matches would dominate the call.
+        Terms found in more than ``max_df`` of the memories the caller sees (its own and the shared
+        ones) are left out: they are what embeddings already capture, and ranking their thousands
+        of matches would dominate the call. The time
+        range filters before the ``k`` best are taken, as in vector recall: filtered afterwards, a
+        long past would fill the ``k`` and leave nothing from the range asked for.
         """
         if not terms or k <= 0:
             return []
@@ -760,40 +795,48 @@ class LongTermStore:
             try:
                 tokens = sorted({t for term in terms for t in fts_tokens(term)})
                 if max_df < 1.0:
-                    limit = max(3, max_df * max(1, len(self._where)))
-                    tokens = [t for t in tokens if 0 < self._df.get(t, 0) <= limit]
+                    owners = {agent_id, SHARED_OWNER}
+                    limit = max(3, max_df * max(1, sum(self._owned.get(o, 0) for o in owners)))
+                    dfs = [self._df[o] for o in owners if o in self._df]
+                    tokens = [t for t in tokens if 0 < sum(df.get(t, 0) for df in dfs) <= limit]
                 terms = tokens
                 if not terms:
                     return []
                 expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                window, window_params = _created_within(since, until, "e.")
                 zone_marks = ",".join("?" * len(zones))
                 sql = (f"SELECT e.rowid, -bm25(entries_fts) FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid"
                        f" WHERE entries_fts MATCH ? AND (e.agent_id = ? OR e.shared = 1) AND e.zone IN ({zone_marks})"
-                       f"{'' if include_superseded else ' AND e.superseded = 0'} ORDER BY bm25(entries_fts) LIMIT ?")
-                return [(r[0], r[1]) for r in self._conn.execute(sql, [expr, agent_id, *[z.value for z in zones], k])]
+                       f"{'' if include_superseded else ' AND e.superseded = 0'}{window}"
+                       f" ORDER BY bm25(entries_fts) LIMIT ?")
+                return [(r[0], r[1]) for r in
+                        self._conn.execute(sql, [expr, agent_id, *[z.value for z in zones], *window_params, k])]
             except sqlite3.OperationalError as exc:
                 log.warning("lexical recall skipped: %s", exc)
                 return []
 
     def entity_entries(self, entities: Sequence[str], agent_id: str, zones: Sequence[Zone], limit: int,
-                       include_superseded: bool = False, per_entity: int = 0) -> list[tuple[int, str]]:
+                       include_superseded: bool = False, per_entity: int = 0, since: float = 0.0,
+                       until: float = 0.0) -> list[tuple[int, str]]:
         """Memories about each entity, most recent first (walks the (entity, entry) key backwards,
         so an entity named in thousands of memories costs no more than a rare one)."""
         if not entities or limit <= 0:
             return []
         per_entity = per_entity or limit
+        window, window_params = _created_within(since, until, "e.")
         # Only the entity's most recent mentions are looked at, so a name that fills thousands of
         # memories (mostly another agent's, or superseded) costs a bounded scan.
         sql = (f"SELECT ee.entry, ee.entity FROM (SELECT entry, entity FROM entry_entities WHERE entity = ?"
                f" ORDER BY entry DESC LIMIT {_GRAPH_SCAN}) ee JOIN entries e ON e.rowid = ee.entry"
                f" WHERE (e.agent_id = ? OR e.shared = 1)"
                f" AND e.zone IN ({','.join('?' * len(zones))})"
-               f"{'' if include_superseded else ' AND e.superseded = 0'}"
+               f"{'' if include_superseded else ' AND e.superseded = 0'}{window}"
                f" ORDER BY ee.entry DESC LIMIT ?")
         out: list[tuple[int, str]] = []
         with self._lock:
             for name in entities:
-                out += self._conn.execute(sql, [name, agent_id, *[z.value for z in zones], per_entity]).fetchall()
+                out += self._conn.execute(sql, [name, agent_id, *[z.value for z in zones], *window_params,
+                                                per_entity]).fetchall()
                 if len(out) >= limit:
                     break
         return out[:limit]
@@ -821,13 +864,16 @@ class LongTermStore:
         return found[:fanout]
 
     def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, radius: float,
-                       limit: int, include_superseded: bool = False) -> list[tuple[int, float]]:
+                       limit: int, include_superseded: bool = False, since: float = 0.0,
+                       until: float = 0.0) -> list[tuple[int, float]]:
+        window, window_params = _created_within(since, until)
         sql = (f"SELECT rowid, x, y, z FROM entries WHERE x BETWEEN ? AND ? AND y BETWEEN ? AND ?"
                f" AND (agent_id = ? OR shared = 1) AND zone IN ({','.join('?' * len(zones))})"
-               f"{'' if include_superseded else ' AND superseded = 0'}")
+               f"{'' if include_superseded else ' AND superseded = 0'}{window}")
         with self._lock:
             rows = self._conn.execute(sql, [position.x - radius, position.x + radius, position.y - radius,
-                                            position.y + radius, agent_id, *[z.value for z in zones]]).fetchall()
+                                            position.y + radius, agent_id, *[z.value for z in zones],
+                                            *window_params]).fetchall()
         hits = []
         for rowid, x, y, z in rows:
             d = math.dist((x, y, z or 0.0), position)

@@ -1,8 +1,9 @@
 """Retrieval: everything the planner should know right before its next action, in one call.
 
 The pipeline, in order:
-  1. recall   candidates from five routes over what the caller may see (its own and shared entries):
-              vector (FAISS, zone/agent/time pre-filtered), lexical (FTS5 bm25: exact and rare names),
+  1. recall   candidates from five routes over what the caller may see (its own and shared entries),
+              each filtered by zone, agent and time range before it takes its best:
+              vector (FAISS), lexical (FTS5 bm25: exact names and words rare among those entries),
               graph (entities of query and context, then 1-2 hops through current facts),
               temporal (recent actions in working memory), spatial (distance to a given position),
               and working memory itself when asked (what was seen a second ago, not yet consolidated);
@@ -211,17 +212,18 @@ class Retriever:
                 lt(rowid, "vector", sim)
             clock.lap("vector")
             lexical = self.store.lexical_search(_terms(req.query), agent, zones, cfg.lexical_candidates,
-                                                req.include_superseded, cfg.lexical_max_df)
+                                                req.include_superseded, cfg.lexical_max_df, req.since, req.until)
             if lexical:
                 best = max(s for _, s in lexical) or 1.0
                 for rowid, s in lexical:
                     lt(rowid, "lexical", 0.35 + 0.45 * max(0.0, s) / best)
             clock.lap("lexical")
-            self._graph(agent, zones, query_entities, context_entities, req.include_superseded, lt)
+            self._graph(agent, zones, query_entities, context_entities, req, lt)
             clock.lap("graph")
             if req.position is not None:
                 for rowid, d in self.store.spatial_search(agent, zones, req.position, req.radius,
-                                                          cfg.vector_candidates, req.include_superseded):
+                                                          cfg.vector_candidates, req.include_superseded,
+                                                          req.since, req.until):
                     lt(rowid, "spatial", 0.45 + 0.45 * (1.0 - d / req.radius))
             rowids, vectors, scoring = self.store.scoring_inputs(list(long_term))
             for rowid, vector, values in zip(rowids, vectors, scoring):
@@ -253,7 +255,7 @@ class Retriever:
         clock.lap("format")
         return RetrievalResult(recalls, prompt, warnings, clock.laps)
 
-    def _graph(self, agent, zones, query_entities, context_entities, include_superseded, lt) -> None:
+    def _graph(self, agent, zones, query_entities, context_entities, req, lt) -> None:
         cfg = self.config.retrieval
         if cfg.graph_hops < 0 or cfg.graph_candidates <= 0:
             return
@@ -275,7 +277,8 @@ class Retriever:
         # Nearest entities first (dicts keep insertion order: query, context, hop 1, hop 2).
         reached = list(hop_of)[: 2 * cfg.graph_fanout]
         for rowid, entity in self.store.entity_entries(reached, agent, zones, cfg.graph_candidates,
-                                                       include_superseded, cfg.graph_per_entity):
+                                                       req.include_superseded, cfg.graph_per_entity,
+                                                       req.since, req.until):
             lt(rowid, "graph", ROUTE_GRAPH_WEIGHT[min(hop_of[entity], 2)])
 
     def _working(self, working: AgentWorkingMemory, q, req, use_working, temporal, candidates, now) -> None:

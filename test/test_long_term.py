@@ -1,6 +1,7 @@
 """The SQLite + FAISS store: durable, consistent with its index, history-keeping, agent-isolated, and
 unchanged by every rejected write. Uses the hashing stand-in: nothing here depends on meaning."""
 import sqlite3
+from collections import Counter
 import subprocess
 import sys
 from pathlib import Path
@@ -232,14 +233,35 @@ def test_term_counts_follow_adds_deletes_and_reopen(tmp_path):
     def fts_counts(s):
         return dict(s._conn.execute("SELECT term, doc FROM entries_fts_vocab"))
 
-    assert dict(store._df) == fts_counts(store)
-    assert store._df["4410"] == 1 and store._df["cafe"] == 1
+    def counted(s):
+        return dict(sum(s._df.values(), Counter()))
+
+    assert counted(store) == fts_counts(store)
+    assert store._df["a"]["4410"] == 1 and store._df["a"]["cafe"] == 1
+    assert store._owned["a"] == store._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
     hits = store.lexical_search(["ZX-4410"], "a", [Zone.EPISODIC], 5, max_df=0.01)
     assert [store.entries_by_rowid([r])[r].content for r, _ in hits] == ["the ZX-4410 label is on the café machine"]
     store.close()
     again = LongTermStore(tmp_path / "m.db")
-    assert dict(again._df) == fts_counts(again)
+    assert counted(again) == fts_counts(again) and again._owned == store._owned
     again.close()
+
+
+def test_what_is_rare_for_one_agent_does_not_change_with_another_agents_notes(tmp_path):
+    """Lexical recall keeps only words rare among the memories the caller sees: another robot
+    writing the same word a hundred times must not change which of this robot's memories come back."""
+    store = LongTermStore(tmp_path / "m.db")
+    fill(store, 300, agent="a")
+    store.add([entry("the QZ-5151 valve is behind the boiler", "a")])
+    # The rowids, not the scores: FTS5 weighs a term by its rarity in the whole table.
+    shown = lambda: [r for r, _ in store.lexical_search(["QZ-5151"], "a", [Zone.EPISODIC], 5, max_df=0.002)]
+    before = shown()
+    assert [store.entries_by_rowid([r])[r].content for r in before] == ["the QZ-5151 valve is behind the boiler"]
+    store.add([entry(f"QZ-5151 note {i} of robot b", "b") for i in range(100)])
+    assert shown() == before  # "qz" and "5151" are still rare for a, though b used them a hundred times
+    store.delete("b", ids=store.ids()[-100:])
+    assert "5151" not in store._df.get("b", {}) and store._owned.get("b", 0) == 0
+    store.close()
 
 
 def test_within_one_batch_a_later_fact_supersedes_an_earlier_one(tmp_path):

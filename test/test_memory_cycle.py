@@ -105,6 +105,28 @@ def test_routes_lexical_graph_temporal_spatial_working(make_memory, hashing):
     assert "working" in routes("counter clean")["wipe the counter: The counter is clean."]
 
 
+def test_a_time_range_is_applied_before_each_route_takes_its_best(make_memory, hashing):
+    """A robot long in service asks about this episode only (``since``): the routes that rank the
+    whole store must not fill their few candidates with the past and so lose what the range holds.
+    (Every word counts for lexical recall here: in 41 memories, none is rare.)"""
+    memory = make_memory(hashing, **{"retrieval.lexical_max_df": 1.0})
+    long_ago = time.time() - 86400.0
+    memory.store_entries([Entry("a", Zone.EPISODIC, f"zyxoquat zyxoquat label, old note {i}", None,
+                                position=Position(5.0, 5.0, 0.0), created=long_ago + i) for i in range(40)])
+    start = time.time()
+    memory.store_entries([Entry("a", Zone.EPISODIC, "today the zyxoquat label is on the shelf", None,
+                                position=Position(5.5, 5.0, 0.0))])
+    today = "today the zyxoquat label is on the shelf"
+
+    def routes(query, **kw):
+        return {r.entry.content: r.routes for r in memory.retrieve(RetrievalRequest("a", query, top_k=5, **kw)).recalls}
+
+    assert "lexical" in routes("zyxoquat", since=start)[today]
+    assert "spatial" in routes("what did I see", since=start, position=Position(5.0, 5.0, 0.0), radius=2.0)[today]
+    assert not any("old note" in c for c in routes("zyxoquat", since=start))
+    assert all("old note" in c for c in routes("zyxoquat", until=start - 1.0))
+
+
 def test_access_counts_are_updated_by_retrieval(make_memory, hashing):
     memory = make_memory(hashing)
     (entry_id,) = memory.store_entries([Entry("a", Zone.SEMANTIC, "the knife is in the drawer", None)])
