@@ -135,7 +135,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                                 window=args.window, seeds=parse_seeds(args.seeds), max_steps=args.max_steps,
                                 attempts=args.attempts, interruptions=args.interruptions, fold=args.fold,
                                 game_params=args.game_params or "", top_k=args.top_k, planner=args.planner,
-                                config_path=str(args.config or ""))
+                                config_path=str(args.config or ""), lifelong=args.lifelong)
         if args.via_ros:
             from brainmem_ros.evaluation.via_ros import evaluate_via_ros
 
@@ -258,6 +258,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                     "(CookingWorld) or hazard_rate=1.0 (kitchen)")
     ev.add_argument("--interruptions", action="store_true", help="a timer rings in another room at a random step")
     ev.add_argument("--attempts", type=int, default=1, help="attempts per seed, memory kept across them (brainmem)")
+    ev.add_argument("--lifelong", action="store_true", help="one robot plays every seed in order, its memory "
+                    "kept from one to the next (brainmem; default: a fresh memory per seed)")
     ev.add_argument("--max-steps", type=int, default=100, help="step budget per episode, the same for every condition")
     ev.add_argument("--top-k", type=int, default=5, help="memories per question asked before an action")
     ev.add_argument("--planner", choices=("scripted", "llm"), default="scripted",

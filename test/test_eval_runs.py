@@ -50,6 +50,33 @@ def test_a_remembered_failure_is_not_repeated(minilm):
     assert report["conditions"]["window"]["repeat_failure_rate"] == 1.0
 
 
+@pytest.fixture(scope="module")
+def kitchen_after_kitchen(minilm):
+    """Seeds 7 and 10 are both the coffee task, each with the short circuit in its recipe: 7 meets
+    it first. Played with a fresh memory per seed, and by one lifelong robot."""
+    return {lifelong: evaluate(EvalSettings(env="kitchen", seeds=[7, 10], interruptions=True, conditions=("brainmem",),
+                                            lifelong=lifelong), progress=False, embedder=minilm)
+            for lifelong in (False, True)}
+
+
+def test_a_lifelong_robot_does_not_repeat_a_failure_met_in_another_kitchen(kitchen_after_kitchen):
+    fresh = kitchen_after_kitchen[False]["conditions"]["brainmem"]["episodes_detail"]
+    lifelong = kitchen_after_kitchen[True]["conditions"]["brainmem"]["episodes_detail"]
+    assert [e["failure"] for e in fresh] == ["short_circuit", "short_circuit"]  # seed 10 cannot know of seed 7
+    assert lifelong[0]["failure"] == "short_circuit" and lifelong[1]["success"]
+    assert kitchen_after_kitchen[True]["config"]["lifelong"] is True
+
+
+def test_over_ros_a_lifelong_robot_plays_the_same_episodes(kitchen_after_kitchen):
+    from brainmem_ros.evaluation.via_ros import evaluate_via_ros
+
+    settings = EvalSettings(env="kitchen", seeds=[7, 10], interruptions=True, conditions=("brainmem",), lifelong=True)
+    over_ros = evaluate_via_ros(settings, progress=False, timeout_s=600)
+    here, there = (r["conditions"]["brainmem"]["episodes_detail"] for r in (kitchen_after_kitchen[True], over_ros))
+    assert [(e["seed"], e["success"], e["actions"]) for e in there] == \
+        [(e["seed"], e["success"], e["actions"]) for e in here]
+
+
 def test_over_ros_the_episodes_are_the_same(in_process):
     from brainmem_ros.evaluation.via_ros import evaluate_via_ros
 

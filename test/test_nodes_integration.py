@@ -197,9 +197,10 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
         env.wait_for_line("READY", timeout=30)
         with FakeChatServer() as fake:
             planner = Child(["-m", "brainmem_ros.nodes.planner_node", "--ros-args", "-p", "agent_id:=planbot",
-                             "-p", "backend:=llm", "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake"], cwd=REPO)
+                             "-p", "backend:=llm", "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake",
+                             "-p", "seeds:=3"], cwd=REPO)  # one seed arrives as an integer, not as text
             try:
-                line = planner.wait_for_line("episode seed=0 attempt=0", timeout=60)
+                line = planner.wait_for_line("episode seed=3 attempt=0", timeout=60)
             finally:
                 planner.stop()
             assert "success after 2 steps" in line, planner.output()
@@ -207,7 +208,7 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
             assert all("## Relevant memories" in r["messages"][-1]["content"] for r in fake.requests)
     finally:
         env.stop()
-    procedure = client.wait_until(lambda: [m.content for m in retrieve(client, "planbot-s0", "how do I fetch the milk?",
+    procedure = client.wait_until(lambda: [m.content for m in retrieve(client, "planbot-s3", "how do I fetch the milk?",
                                                                        zones=["procedural"]).memories])
     assert "1. open fridge; 2. take milk from fridge" in procedure[0]
 

@@ -17,7 +17,7 @@ from brainmem_ros.kitchen.base import EnvState
 from brainmem_ros.planning.base import PlanningContext, detect_interruption, detect_resolution
 from brainmem_ros.planning.reading import looks_failed
 
-__all__ = ["CONDITIONS", "EpisodeRecord", "MemoryPort", "EnvPort", "run_episode"]
+__all__ = ["CONDITIONS", "EpisodeRecord", "MemoryPort", "EnvPort", "episode_agent", "run_episode"]
 
 CONDITIONS = ("window", "brainmem", "full")
 
@@ -64,6 +64,13 @@ class EpisodeRecord:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def episode_agent(robot: str, seed: int, lifelong: bool = False) -> str:
+    """Whose memory a seed's episodes write and read. One agent per seed keeps games apart as the
+    store keeps robots apart; ``lifelong``: the robot itself plays every seed, and what it learnt
+    in one game is there in the next."""
+    return robot if lifelong else f"{robot}-s{seed}"
 
 
 def _shown(history: list, condition: str, window: int) -> list:

@@ -33,6 +33,7 @@ def plot_eval(reports: list[dict], path: Path) -> Path:
         title = f"{cfg['env']}: {len(cfg['seeds'])} seeds" + (f", {cfg['fold']} fold" if cfg["env"] == "cookingworld" else "")
         title += f", K={cfg['window']}" + (", interruptions" if cfg["interruptions"] else "")
         title += f", {cfg['attempts']} attempts" if cfg["attempts"] > 1 else ""
+        title += ", lifelong memory" if cfg.get("lifelong") else ""
         ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics], ylim=(0, 128),
                ylabel="% of episodes", title=title)
         ax.grid(True, axis="y", alpha=0.3)

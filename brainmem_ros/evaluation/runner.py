@@ -3,6 +3,10 @@
 Every condition plays the same seeds with the same step budget and the same planner. ``brainmem``
 gets a fresh store per seed, kept across that seed's attempts (``--attempts``), so learning from a
 failure is measured on the game it happened in and nothing leaks from one game to the next.
+``--lifelong`` instead gives every seed to one robot, in seed order, with one memory: the way a
+robot that cooks in kitchen after kitchen would run. Recall stays limited to the current episode
+(an earlier kitchen's layout is not this one's); what crosses over is what consolidation made of
+earlier failures.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from brainmem_ros.evaluation.episode import CONDITIONS, EpisodeRecord, run_episode
+from brainmem_ros.evaluation.episode import CONDITIONS, EpisodeRecord, episode_agent, run_episode
 from brainmem_ros.evaluation.metrics import summarise
 
 __all__ = ["EvalSettings", "evaluate", "parse_seeds", "table"]
@@ -23,7 +27,7 @@ class EvalSettings:
     def __init__(self, env: str = "kitchen", conditions: Sequence[str] = CONDITIONS, window: int = 5,
                  seeds: Sequence[int] = tuple(range(10)), max_steps: int = 100, attempts: int = 1,
                  interruptions: bool = False, fold: str = "dev", game_params: str = "", top_k: int = 5,
-                 planner: str = "scripted", config_path: str = ""):
+                 planner: str = "scripted", config_path: str = "", lifelong: bool = False):
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown or not conditions:
             raise ValueError(f"unknown condition(s) {unknown}; choose from {', '.join(CONDITIONS)}")
@@ -34,6 +38,7 @@ class EvalSettings:
         self.env, self.conditions, self.window, self.seeds = env, tuple(conditions), window, tuple(seeds)
         self.max_steps, self.attempts, self.interruptions = max_steps, attempts, interruptions
         self.fold, self.game_params, self.top_k, self.planner, self.config_path = fold, game_params, top_k, planner, config_path
+        self.lifelong = lifelong
 
     def to_dict(self) -> dict:
         return dict(vars(self), seeds=list(self.seeds), conditions=list(self.conditions))
@@ -107,8 +112,7 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
                     if condition == "brainmem" else None
                 try:
                     for seed in settings.seeds:
-                        # one agent per seed: the store keeps seeds apart as it keeps robots apart
-                        memory = InProcessMemory(store, agent_id=f"robot-s{seed}", top_k=settings.top_k) \
+                        memory = InProcessMemory(store, agent_id=episode_agent("robot", seed, settings.lifelong), top_k=settings.top_k) \
                             if store is not None else None
                         for attempt in range(settings.attempts):
                             record = run_episode(env, planner, condition, seed, settings.window, settings.max_steps,

@@ -85,6 +85,7 @@ def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]
     return _python_module(
         "brainmem_ros.nodes.planner_node", "-p", f"backend:={settings.planner}", "-p", f"condition:={condition}",
         "-p", f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p", f"attempts:={settings.attempts}",
+        "-p", f"lifelong:={str(settings.lifelong).lower()}",
         "-p", f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}", "-p", f"top_k:={settings.top_k}",
         "-p", f"agent_id:=robot-{condition}", "-p", f"results_file:={results}", "-p", "exit_when_done:=true",
         "-r", "__node:=planner_" + condition)

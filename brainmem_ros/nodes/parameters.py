@@ -18,9 +18,15 @@ _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEG
           list: ParameterType.PARAMETER_STRING_ARRAY}
 
 
-def declare(node: Node, name: str, default, description: str, lo=None, hi=None, read_only=False):
-    """Declare one node-specific parameter with its description and range; return its value."""
-    descriptor = ParameterDescriptor(description=description, type=_TYPES[type(default)], read_only=read_only)
+def declare(node: Node, name: str, default, description: str, lo=None, hi=None, read_only=False,
+            any_type=False):
+    """Declare one node-specific parameter with its description and range; return its value.
+    ``any_type``: a text parameter whose value may look like a number on the command line
+    (``seeds:=26`` arrives as an integer), returned as text."""
+    descriptor = ParameterDescriptor(description=description, type=_TYPES[type(default)], read_only=read_only,
+                                     dynamic_typing=any_type)
+    if any_type:
+        return str(node.declare_parameter(name, default, descriptor).value)
     if isinstance(default, int) and not isinstance(default, bool) and lo is not None:
         descriptor.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=0)]
     elif isinstance(default, float) and lo is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from rclpy.node import Node
 
 from brainmem_ros.errors import BrainMemError
-from brainmem_ros.evaluation.episode import CONDITIONS, run_episode
+from brainmem_ros.evaluation.episode import CONDITIONS, episode_agent, run_episode
 from brainmem_ros.evaluation.ros_ports import RosEnvironment, RosMemory
 from brainmem_ros.nodes.parameters import declare
 from brainmem_ros.nodes.runtime import run
@@ -48,14 +48,17 @@ def _seeds(text: str) -> list[int]:
 class PlannerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("planner_node", **kwargs)
-        self.agent_id = declare(self, "agent_id", "robot", "the agent this planner acts for; each seed acts as <agent_id>-s<seed>")
+        self.agent_id = declare(self, "agent_id", "robot", "the agent this planner acts for; each seed acts as "
+                                "<agent_id>-s<seed> unless lifelong")
         self.env_service = declare(self, "env_service", "/kitchen/step", "EnvStep service of the environment")
         backend = declare(self, "backend", "scripted", f"decision backend, one of {', '.join(BACKENDS)}")
         self.condition = declare(self, "condition", "brainmem", f"what the backend is shown: one of {', '.join(CONDITIONS)}")
         self.window = declare(self, "window", 5, "K: steps of history the backend sees", 0, 1000)
         self.max_steps = declare(self, "max_steps", 100, "step budget per episode", 1, 100000)
-        self.seeds = _seeds(declare(self, "seeds", "0", "episodes to play, e.g. 0-4"))
+        self.seeds = _seeds(declare(self, "seeds", "0", "episodes to play, e.g. 0-4 or 1,4,7", any_type=True))
         self.attempts = declare(self, "attempts", 1, "attempts per seed, memory kept across them", 1, 1000)
+        self.lifelong = declare(self, "lifelong", False, "every seed acts as agent_id itself, one memory across "
+                                "all of them (else one agent per seed)")
         self.top_k = declare(self, "top_k", 5, "memories asked for per question", 1, 50)
         self.call_timeout_s = declare(self, "call_timeout_s", 30.0, "wait for any service answer, seconds", 0.1, 600.0)
         self.results_file = declare(self, "results_file", "", "write the episode records here (JSON) when done")
@@ -76,7 +79,7 @@ class PlannerNode(Node):
 
     def _run_episodes(self) -> None:
         for seed in self.seeds:
-            agent = f"{self.agent_id}-s{seed}"
+            agent = episode_agent(self.agent_id, seed, self.lifelong)
             env = RosEnvironment(self, agent, self.env_service, self.call_timeout_s)
             memory = RosMemory(self, agent, self.top_k, timeout_s=self.call_timeout_s) \
                 if self.condition == "brainmem" else None
