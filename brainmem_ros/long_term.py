@@ -785,9 +785,9 @@ class LongTermStore:
 
         Terms found in more than ``max_df`` of the memories the caller sees (its own and the shared
         ones) are left out: they are what embeddings already capture, and ranking their thousands
-        of matches would dominate the call. The time
-        range filters before the ``k`` best are taken, as in vector recall: filtered afterwards, a
-        long past would fill the ``k`` and leave nothing from the range asked for.
+        of matches would dominate the call. The time range filters before the ``k`` best are taken,
+        as in vector recall: filtered afterwards, a long past would fill the ``k`` and leave nothing
+        from the range asked for.
         """
         if not terms or k <= 0:
             return []

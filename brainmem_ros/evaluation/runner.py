@@ -112,7 +112,8 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
                     if condition == "brainmem" else None
                 try:
                     for seed in settings.seeds:
-                        memory = InProcessMemory(store, agent_id=episode_agent("robot", seed, settings.lifelong), top_k=settings.top_k) \
+                        agent = episode_agent("robot", seed, settings.lifelong)
+                        memory = InProcessMemory(store, agent_id=agent, top_k=settings.top_k) \
                             if store is not None else None
                         for attempt in range(settings.attempts):
                             record = run_episode(env, planner, condition, seed, settings.window, settings.max_steps,
