@@ -310,11 +310,10 @@ class LongTermStore:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
-                " confidence FROM entries ORDER BY rowid").fetchall()
+                " confidence, content, entity_text FROM entries ORDER BY rowid").fetchall()
             self._scoring = {r[0]: (r[7], r[8], r[4], 1.0 if r[9] is None else r[9]) for r in rows}
             self._df, self._owned = defaultdict(Counter), Counter()
-            self._count_terms([(_owner(a, bool(sh)), f"{c} {t or ''}") for a, sh, c, t in
-                               self._conn.execute("SELECT agent_id, shared, content, entity_text FROM entries")], +1)
+            self._count_terms([(_owner(r[1], bool(r[2])), f"{r[10]} {r[11] or ''}") for r in rows], +1)
         with self._lock:
             self._warning_rowids = {r[0] for r in self._conn.execute("SELECT rowid FROM entries WHERE warning = 1")}
         grouped: dict[tuple[str, str], list] = defaultdict(list)
