@@ -175,7 +175,8 @@ def _cmd_loadtest(args: argparse.Namespace) -> int:
         print("brainmem-ros loadtest: --clients >= 1, --seconds > 0, --rate >= 0, --client-rate >= 0", file=sys.stderr)
         return 2
     report = run_loadtest(args.clients, args.seconds, args.rate, args.external, args.config, args.json,
-                          client_rate=args.client_rate, one_process=args.one_process)
+                          client_rate=args.client_rate, one_process=args.one_process,
+                          novel_queries=args.novel_queries)
     print(describe(report))
     return 0 if report["errors"] == 0 else 1
 
@@ -283,6 +284,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     lt.add_argument("--rate", type=float, default=50.0, help="observations per second streamed in")
     lt.add_argument("--client-rate", type=float, default=0.0, metavar="HZ",
                     help="calls per second per client, as a planner deciding at that rate; 0: back to back")
+    lt.add_argument("--novel-queries", action="store_true",
+                    help="every call asks a question not asked before (default: six questions in turn, whose "
+                         "embeddings the store then has cached)")
     lt.add_argument("--one-process", action="store_true",
                     help="start the memory nodes in one process (default: one process per node)")
     lt.add_argument("--external", action="store_true", help="use memory nodes already running (else start them)")

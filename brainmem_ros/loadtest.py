@@ -53,7 +53,16 @@ def _pct(values, q):
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def _worker(seconds: float, out: Path, index: int, rate: float = 0.0) -> int:
+def _query(i: int, index: int, novel: bool) -> str:
+    """The i-th question of client ``index``. The six questions repeat, so after the first calls the
+    retriever's embedding cache answers for the model; ``novel`` makes every question new text, as a
+    planner asking with what it sees now does, so each call costs one model pass."""
+    question = QUERIES[i % len(QUERIES)]
+    return f"{question} (client {index}, step {i}: {SEED_TEXTS[(i * 7 + index) % len(SEED_TEXTS)]})" if novel \
+        else question
+
+
+def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: bool = False) -> int:
     """One client process: retrieve until time is up (``rate`` calls a second, 0: back to back),
     write latencies and errors."""
     import rclpy
@@ -81,7 +90,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0) -> int:
                     time.sleep(pause)
                 next_call = max(next_call + 1.0 / rate, time.monotonic() - 1.0 / rate)
             i += 1
-            request = RetrieveMemory.Request(agent_id="robot", query=QUERIES[i % len(QUERIES)], top_k=5,
+            request = RetrieveMemory.Request(agent_id="robot", query=_query(i, index, novel), top_k=5,
                                              include_working=True, context="make a sandwich")
             t0 = time.perf_counter()
             answer = None
@@ -114,7 +123,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0) -> int:
 
 def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, external: bool = False,
                  config: Optional[Path] = None, json_path: Optional[Path] = None, client_rate: float = 0.0,
-                 one_process: bool = False) -> dict:
+                 one_process: bool = False, novel_queries: bool = False) -> dict:
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -158,7 +167,8 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
             rclpy.spin_once(node, timeout_sec=0.05)
         outs = [folder / f"client{i}.json" for i in range(clients)]
         children = [subprocess.Popen([sys.executable, "-m", "brainmem_ros.loadtest", "--worker", str(seconds),
-                                      str(out), str(i), str(client_rate)], start_new_session=True)
+                                      str(out), str(i), str(client_rate), str(int(novel_queries))],
+                                     start_new_session=True)
                     for i, out in enumerate(outs)]
         pace = f"{client_rate:g} calls/s each" if client_rate > 0 else "back to back"
         nodes = "external nodes" if external else ("the memory nodes in one process" if one_process
@@ -203,6 +213,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
             slow += data.get("slow", [])
         report = {
             "clients": clients, "seconds": seconds, "observations_per_s": rate, "client_rate": client_rate,
+            "novel_queries": novel_queries,
             "nodes": "external" if external else ("one process" if one_process else "one process per node"),
             "calls": len(latencies) + len(errors),
             "calls_per_s": (len(latencies) + len(errors)) / seconds, "errors": len(errors), "error_samples": errors[:5],
@@ -234,6 +245,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
 def describe(report: dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.1f}"
     pace = f"{report['client_rate']:g} calls/s each" if report.get("client_rate") else "back to back"
+    pace += ", every question new" if report.get("novel_queries") else ", six questions repeated"
     return (f"{report['clients']} clients ({pace}) x {report['seconds']:.0f} s, "
             f"{report['observations_per_s']:.0f} obs/s, {report.get('nodes', '')}: "
             f"{report['calls']} calls ({report['calls_per_s']:.0f}/s), {report['errors']} errors, "
@@ -247,7 +259,8 @@ def describe(report: dict) -> str:
             f"{report['observations_published']} observations published")
 
 
-if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX RATE
-    if len(sys.argv) != 6 or sys.argv[1] != "--worker":
+if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX RATE NOVEL
+    if len(sys.argv) != 7 or sys.argv[1] != "--worker":
         sys.exit("usage: brainmem-ros loadtest (this module's own entry is for its client processes)")
-    sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
+    sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
+                     sys.argv[6] == "1"))

@@ -19,11 +19,11 @@ def _loadtest(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess
 
 def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
     report_path = tmp_path / "load.json"
-    done = _loadtest("--clients", "2", "--seconds", "5", "--rate", "10", "--client-rate", "5",
+    done = _loadtest("--clients", "2", "--seconds", "5", "--rate", "10", "--client-rate", "5", "--novel-queries",
                      "--json", str(report_path))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_path.read_text())
-    assert report["nodes"] == "one process per node"
+    assert report["nodes"] == "one process per node" and report["novel_queries"] is True
     assert report["errors"] == 0 and report["calls"] >= 20, report
     assert report["retrieve_p50_ms"] <= report["retrieve_p99_ms"] <= report["retrieve_max_ms"]
     assert report["observations_published"] >= 40
@@ -35,3 +35,12 @@ def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
 def test_nonsense_arguments_are_refused_before_anything_starts(bad):
     done = _loadtest(*bad, timeout=60.0)
     assert done.returncode == 2 and "loadtest:" in done.stderr
+
+
+def test_novel_queries_are_never_asked_twice_and_the_default_ones_are_six():
+    """The default load repeats six questions, which the store's embedding cache then answers; the
+    novel load must cost a model pass on every call, so no text may come back, in any client."""
+    from brainmem_ros.loadtest import QUERIES, _query
+
+    assert len({_query(i, client, True) for client in range(8) for i in range(3000)}) == 8 * 3000
+    assert {_query(i, client, False) for client in range(8) for i in range(50)} == set(QUERIES)

@@ -212,3 +212,30 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
                                                                        zones=["procedural"]).memories])
     assert "1. open fridge; 2. take milk from fridge" in procedure[0]
 
+
+
+def test_the_episode_memory_port_waits_for_the_event_it_sent_not_an_earlier_one_with_the_same_words(system):
+    """Moving north twice: the second "move north" must be in working memory before the next recall,
+    though the first one already answers a check on the action's name (the race that made one
+    lifelong kitchen episode over ROS take other steps than in-process)."""
+    import threading
+
+    from brainmem_ros.evaluation.ros_ports import RosMemory, _call
+
+    port_client = Client("episode_port")
+    spinner = threading.Thread(target=port_client.executor.spin, daemon=True)
+    spinner.start()
+    try:
+        port = RosMemory(port_client.node, "walker", timeout_s=20.0)
+        port_client.wait_until(lambda: port.actions.get_subscription_count() and
+                               port.observations.get_subscription_count(), timeout=20.0, every=0.05)
+        Request = srv().GetWorkingMemory.Request
+        for n, room in enumerate(["You are in the hallway.", "You are in the kitchen.", "You are in the pantry."]):
+            port.record("move north", room, True)
+            port.observe("You see a door.")
+            wm = _call(port.working, Request(agent_id="walker"), 20.0)
+            assert wm.recent_actions[-1].result == f"move north: {room}"
+            assert sum(t.content == "You see a door." for t in wm.traces) == n + 1
+    finally:
+        port_client.close()
+        spinner.join(timeout=5)

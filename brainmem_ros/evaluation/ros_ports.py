@@ -78,6 +78,7 @@ class RosMemory:
         self.working = node.create_client(GetWorkingMemory, "/brainmem/get_working_memory")
         self.started = 0.0
         self.goal_id = ""
+        self._last_stamp = 0.0
 
     def _goal(self, op: int, description: str = "", goal_id: str = "", temporary: bool = False,
               fresh_world: bool = False):
@@ -98,20 +99,38 @@ class RosMemory:
 
     def resolve(self, goal_id: str) -> None:
         self._goal(self.srv["UpdateGoal"].Request.OP_COMPLETE, goal_id=goal_id)
+        self._consolidate(goal_id, True)
+
+    def _stamp(self) -> float:
+        """A stamp for the next event, after the last one: the store is asked for this stamp, not for
+        the text, which repeats (moving north twice, coming back to a room)."""
+        self._last_stamp = max(time.time(), self._last_stamp + 1e-3)
+        return self._last_stamp
 
     def record(self, action: str, result: str, success: bool) -> None:
-        self.actions.publish(self.msg["ActionResult"](agent_id=self.agent_id, action=action, success=success,
-                                                      result=result[:4000]))
+        from brainmem_ros.nodes.conversions import from_time, to_time
+
+        msg = self.msg["ActionResult"](agent_id=self.agent_id, action=action, success=success, result=result[:4000])
+        stamp = self._stamp()
+        msg.header.stamp = to_time(stamp)
+        self.actions.publish(msg)
         if self.sync:
-            self._await(lambda wm: bool(wm.recent_actions) and wm.recent_actions[-1].action == action)
+            self._await(lambda wm: any(abs(from_time(a.header.stamp) - stamp) < 1e-5 and a.action == action
+                                       for a in wm.recent_actions[-5:]))
 
     def observe(self, text: str) -> None:
+        from brainmem_ros.nodes.conversions import from_time, to_time
+
         if not text.strip():
             return
-        self.observations.publish(self.msg["Observation"](agent_id=self.agent_id, text=text[:4000],
-                                                          source="environment", confidence=1.0))
+        msg = self.msg["Observation"](agent_id=self.agent_id, text=text[:4000], source="environment",
+                                      confidence=1.0)
+        stamp = self._stamp()
+        msg.header.stamp = to_time(stamp)
+        self.observations.publish(msg)
         if self.sync:
-            self._await(lambda wm: any(t.content == text[:4000] for t in wm.traces[:5]))
+            self._await(lambda wm: any(abs(from_time(t.created) - stamp) < 1e-5 and t.content == text[:4000]
+                                       for t in wm.traces[:5]))
 
     def _await(self, seen) -> None:
         GetWorkingMemory = self.srv["GetWorkingMemory"]
@@ -140,8 +159,14 @@ class RosMemory:
     def end(self, goal_id: str, success: bool) -> None:
         Request = self.srv["UpdateGoal"].Request
         self._goal(Request.OP_COMPLETE if success else Request.OP_FAIL, goal_id=goal_id)
+        self._consolidate(goal_id, success)
+
+    def _consolidate(self, goal_id: str, success: bool) -> None:
+        """Learn from a finished goal before the next step, as the in-process memory does inside
+        finish_goal. consolidation_node asks too, on the goal event, and may be first; waiting for
+        it instead would let the next recall race its answer."""
         Consolidate = self.srv["Consolidate"]
-        try:  # learn from the outcome now, as the in-process memory does; the timer node may beat us to it
+        try:
             _call(self.consolidate, Consolidate.Request(agent_id=self.agent_id, reason="goal_completed" if success
                                                         else "goal_failed", goal_id=goal_id), self.timeout_s)
         except RosCallError as exc:

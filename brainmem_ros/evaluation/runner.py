@@ -128,7 +128,7 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
                         store.close()
                 bar.close()
                 summary = summarise(records)
-                summary["episodes_detail"] = [dict(r.to_dict(), actions=len(r.actions)) for r in records]
+                summary["episodes_detail"] = [r.to_dict() for r in records]
                 report["conditions"][condition] = summary
     finally:
         env.close()

@@ -126,7 +126,7 @@ def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: f
                     raise RuntimeError(f"planner_node ({condition}): {errors[0]['error']}")
                 records = [EpisodeRecord(**r) for r in rows]
                 summary = summarise(records)
-                summary["episodes_detail"] = [dict(r.to_dict(), actions=len(r.actions)) for r in records]
+                summary["episodes_detail"] = [r.to_dict() for r in records]
                 report["conditions"][condition] = summary
     report["wall_s"] = round(time.time() - started, 1)
     return report
