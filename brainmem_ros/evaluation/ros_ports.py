@@ -101,33 +101,32 @@ class RosMemory:
         self._goal(self.srv["UpdateGoal"].Request.OP_COMPLETE, goal_id=goal_id)
         self._consolidate(goal_id, True)
 
-    def _stamp(self) -> float:
-        """A stamp for the next event, after the last one: the store is asked for this stamp, not for
-        the text, which repeats (moving north twice, coming back to a room)."""
+    def _send(self, publisher, msg) -> float:
+        """Publish with a stamp after the last one's and return it: the store is asked for this stamp,
+        not for the text, which repeats (moving north twice, coming back to a room)."""
+        from brainmem_ros.nodes.conversions import to_time
+
         self._last_stamp = max(time.time(), self._last_stamp + 1e-3)
+        msg.header.stamp = to_time(self._last_stamp)
+        publisher.publish(msg)
         return self._last_stamp
 
     def record(self, action: str, result: str, success: bool) -> None:
-        from brainmem_ros.nodes.conversions import from_time, to_time
+        from brainmem_ros.nodes.conversions import from_time
 
-        msg = self.msg["ActionResult"](agent_id=self.agent_id, action=action, success=success, result=result[:4000])
-        stamp = self._stamp()
-        msg.header.stamp = to_time(stamp)
-        self.actions.publish(msg)
+        stamp = self._send(self.actions, self.msg["ActionResult"](agent_id=self.agent_id, action=action,
+                                                                  success=success, result=result[:4000]))
         if self.sync:
             self._await(lambda wm: any(abs(from_time(a.header.stamp) - stamp) < 1e-5 and a.action == action
                                        for a in wm.recent_actions[-5:]))
 
     def observe(self, text: str) -> None:
-        from brainmem_ros.nodes.conversions import from_time, to_time
+        from brainmem_ros.nodes.conversions import from_time
 
         if not text.strip():
             return
-        msg = self.msg["Observation"](agent_id=self.agent_id, text=text[:4000], source="environment",
-                                      confidence=1.0)
-        stamp = self._stamp()
-        msg.header.stamp = to_time(stamp)
-        self.observations.publish(msg)
+        stamp = self._send(self.observations, self.msg["Observation"](agent_id=self.agent_id, text=text[:4000],
+                                                                      source="environment", confidence=1.0))
         if self.sync:
             self._await(lambda wm: any(abs(from_time(t.created) - stamp) < 1e-5 and t.content == text[:4000]
                                        for t in wm.traces[:5]))
