@@ -65,7 +65,7 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
     config = config or default_config()
     try:
         core = MemoryConfig.from_yaml(config)
-        embedder = MiniLMEmbedder(core.embedding.backend, core.embedding.threads, core.embedding.batch_size)
+        embedder = MiniLMEmbedder.configured(core.embedding)
     except BrainMemError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
         return 1

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from brainmem_ros import __version__
+from brainmem_ros.embedding import BACKENDS
 
 Verb = Callable[[argparse.Namespace], int]
 
@@ -56,7 +57,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     config = _load_config(args.config)
     if args.backend:
         config = config.replace(**{"embedding.backend": args.backend})
-    embedder = MiniLMEmbedder(config.embedding.backend, config.embedding.threads, config.embedding.batch_size)
+    embedder = MiniLMEmbedder.configured(config.embedding)
     report = run_bench(args.sizes or DEFAULT_SIZES, args.queries, args.json, embedder, config,
                        progress=not args.quiet, peers=args.peers, peer_max_size=args.peer_max_size)
     print(format_table(report))
@@ -111,7 +112,7 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from brainmem_ros.embedding import MiniLMEmbedder
     from brainmem_ros.retrieval_eval import evaluate_retrieval
 
-    result = evaluate_retrieval(MiniLMEmbedder(), k=args.k)
+    result = evaluate_retrieval(MiniLMEmbedder(args.backend), k=args.k)
     print(f"questions: {len(result.per_question)}  k = {result.k}")
     print(f"fused pipeline recall@{result.k}: {result.fused_recall:.3f}   stale facts returned: {len(result.fused_stale)}")
     print(f"vector alone   recall@{result.k}: {result.vector_recall:.3f}   stale facts returned: {len(result.vector_stale)}")
@@ -219,7 +220,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     bench.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the full report here")
     bench.add_argument("--plot", type=Path, default=None, metavar="PNG", help="draw latency and ingest against size")
     bench.add_argument("--config", type=Path, default=None, help="parameter file (default: built-in defaults)")
-    bench.add_argument("--backend", choices=("onnx", "torch"), default=None, help="embedding backend")
+    bench.add_argument("--backend", choices=BACKENDS, default=None, help="embedding backend")
     bench.add_argument("--quiet", action="store_true", help="no progress bars")
     bench.add_argument("--peers", type=_peers, default=(), metavar="chromadb,qdrant",
                        help="also measure these stores on the same data (installed by `make peers`)")
@@ -229,6 +230,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
 
     quality = verbs.add_parser("eval-retrieval", help="recall@k of the fused pipeline against vector search alone")
     quality.add_argument("--k", type=int, default=5)
+    quality.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0], help="embedding backend")
     quality.add_argument("--json", type=Path, default=None, metavar="PATH")
     handlers["eval-retrieval"] = _cmd_eval_retrieval
 

@@ -115,12 +115,17 @@ class LongTermStore:
         self.rebuilt_partitions: list[str] = []
         self._synchronous = 'FULL' if synchronous == 'FULL' else 'NORMAL'
         self._indexer = _GraphIndexer(self)
+        self._conn = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = self._connect()
             self._identity = self._file_identity()
             self._create_schema(model_name)
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, StoreUnavailable) as exc:
+            if self._conn is not None:  # refused (another model, another dimension): let the file go
+                self._conn.close()
+            if isinstance(exc, StoreUnavailable):
+                raise
             raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
         self._load_partitions()
 
@@ -187,7 +192,9 @@ class LongTermStore:
         if int(meta.get("dim", self.dim)) != self.dim:
             raise StoreUnavailable(f"{self.path} holds {meta['dim']}-d embeddings, this store uses {self.dim}-d")
         if model_name and meta.get("model") and meta["model"] != model_name:
-            raise StoreUnavailable(f"{self.path} was embedded with {meta['model']!r}, not {model_name!r}")
+            raise StoreUnavailable(f"{self.path} was embedded with {meta['model']!r}, not {model_name!r}: set "
+                                   f"embedding.backend to the one it was made with (onnx-int8 for the int8 form, "
+                                   f"onnx or torch for the float model)")
 
     def _narrow_fts_update_trigger(self) -> None:
         """Re-index an entry's text in FTS5 only when its text changes. The trigger sqlite-utils

@@ -39,8 +39,7 @@ class BrainMemory:
         self.config = config or MemoryConfig()
         if store_path is not None:
             self.config = self.config.replace(**{"store.path": str(store_path)})
-        self.embedder = embedder or MiniLMEmbedder(self.config.embedding.backend, self.config.embedding.threads,
-                                                    self.config.embedding.batch_size)
+        self.embedder = embedder or MiniLMEmbedder.configured(self.config.embedding)
         s = self.config.store
         self.store = LongTermStore(
             s.path, dim=self.embedder.dim,

@@ -153,6 +153,9 @@ def test_every_bad_request_is_answered_and_the_node_stays_up(system):
         (s.StoreMemory, "/brainmem/store_memory", s.StoreMemory.Request(entries=[]), "no entries"),
         (s.IngestTraces, "/brainmem/ingest_traces", s.IngestTraces.Request(traces=[m.Trace(
             agent_id="r1", text="short vector", embedding=[0.1] * 3)]), "384 components"),
+        (s.IngestTraces, "/brainmem/ingest_traces", s.IngestTraces.Request(traces=[m.Trace(
+            agent_id="r1", text="another model", embedding=[0.05] * 384)], embedding_model="all-mpnet-base-v2"),
+         "same embedding.backend"),
         (s.Forget, "/brainmem/forget", s.Forget.Request(agent_id="r1", ids=["no-such-id"]), "no memory of agent"),
         (s.UpdateGoal, "/brainmem/update_goal", s.UpdateGoal.Request(operation=9, goal=m.Goal(agent_id="r1")), "unknown goal operation"),
         (s.UpdateGoal, "/brainmem/update_goal", s.UpdateGoal.Request(operation=1, goal=m.Goal(agent_id="nobody")), "no goal"),

@@ -1,15 +1,17 @@
 """Retrieval quality with the real all-MiniLM-L6-v2 on the labelled kitchen run: the fused pipeline
-recalls more than vector search alone, and never returns a stale fact."""
+recalls more than vector search alone, and never returns a stale fact; with the float model and with
+its int8 form alike."""
 import pytest
 
+from brainmem_ros.embedding import MiniLMEmbedder
 from brainmem_ros.retrieval_eval import evaluate_retrieval
 
 pytestmark = pytest.mark.model
 
 
-@pytest.fixture(scope="module")
-def evaluation(minilm):
-    return evaluate_retrieval(minilm, k=5)
+@pytest.fixture(scope="module", params=["onnx", "onnx-int8"])
+def evaluation(request, minilm):
+    return evaluate_retrieval(minilm if request.param == "onnx" else MiniLMEmbedder(request.param), k=5)
 
 
 def test_fused_recall_beats_vector_recall(evaluation):

@@ -99,7 +99,7 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
     env = make_env(settings)
     planner = make_planner(settings)
     if "brainmem" in settings.conditions and embedder is None:
-        embedder = MiniLMEmbedder(config.embedding.backend, config.embedding.threads, config.embedding.batch_size)
+        embedder = MiniLMEmbedder.configured(config.embedding)
     report = {"config": settings.to_dict(), "machine": platform.platform(), "conditions": {}}
     started = time.time()
     try:

@@ -37,8 +37,7 @@ class EncoderNode(Node):
         self.max_queue = declare(self, "max_queue", 100000, "events held while the store is unreachable", 1, 10**7)
         self.call_timeout_s = declare(self, "call_timeout_s", 10.0, "wait for the store's acknowledgement, seconds",
                                       0.1, 600.0)
-        embedder = embedder or MiniLMEmbedder(config.embedding.backend, config.embedding.threads,
-                                              config.embedding.batch_size)
+        embedder = embedder or MiniLMEmbedder.configured(config.embedding)
         self.encoder = Encoder(embedder, Vocabulary.with_extra(config.encoding.entities, config.encoding.places),
                                config.importance, config.encoding.max_text_chars)
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -86,7 +85,8 @@ class EncoderNode(Node):
             self._hand_over(batch, traces)
 
     def _hand_over(self, batch, traces) -> None:
-        request = IngestTraces.Request(traces=[cv.trace_to_msg(t) for t in traces])
+        request = IngestTraces.Request(traces=[cv.trace_to_msg(t) for t in traces],
+                                       embedding_model=self.encoder.embedder.name)
         while not self._stop:
             if not self.client.wait_for_service(timeout_sec=1.0):
                 self.get_logger().warning("waiting for /brainmem/ingest_traces ...", throttle_duration_sec=10.0)

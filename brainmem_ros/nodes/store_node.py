@@ -13,7 +13,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from brainmem_ros.embedding import Embedder
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.errors import BrainMemError, InvalidRequest
 from brainmem_ros.memory import BrainMemory
 from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
@@ -98,6 +98,10 @@ class StoreNode(Node):
         response.ids = self.memory.store_entries([cv.entry_from_msg(m) for m in request.entries])
 
     def on_ingest(self, request, response):
+        own = self.memory.embedder.name
+        if request.embedding_model and request.embedding_model != own:
+            raise InvalidRequest(f"these traces were embedded with {request.embedding_model!r} and this store embeds "
+                                f"with {own!r}: give encoder_node and store_node the same embedding.backend")
         traces = [cv.trace_from_msg(m) for m in request.traces]
         response.ids = [t.id for t in self.memory.ingest(traces)]
 

@@ -1,0 +1,69 @@
+"""The embedding backends with the real all-MiniLM-L6-v2 weights: ONNX Runtime gives the reference's
+vectors (sentence-transformers on torch), the int8 graph gives vectors close to them, and a store
+never mixes the two precisions."""
+import numpy as np
+import pytest
+
+from brainmem_ros.embedding import MiniLMEmbedder
+from brainmem_ros.errors import EmbedderUnavailable, StoreUnavailable
+
+pytestmark = pytest.mark.model
+
+TEXTS = [
+    "You open the fridge. Inside: butter, milk and a jar of jam.",
+    "the butter is on the counter",
+    "You put the tomato on the bread (success).",
+    "Warning: pouring water into the coffee machine while it is on short-circuits it!",
+    "where did I leave the knife?",
+    "A timer rings in the living room.",
+    "which model is the coffee machine, ZX-4410?",
+    "go north",
+    "The kitchen. Exits: north, east. You see a counter, a sink and a stove.",
+    "you are holding the cutting board",
+    "冰箱里有黄油",
+    "x" * 600,  # longer than the model's 128 tokens: truncated the same way by every backend
+]
+
+
+@pytest.fixture(scope="module")
+def int8():
+    return MiniLMEmbedder("onnx-int8")
+
+
+def test_onnx_gives_the_reference_vectors(minilm):
+    reference = MiniLMEmbedder("torch").embed(TEXTS)
+    assert np.abs(minilm.embed(TEXTS) - reference).max() < 1e-4
+
+
+def test_int8_vectors_are_unit_length_and_close_to_the_float_model(minilm, int8):
+    full, quantised = minilm.embed(TEXTS), int8.embed(TEXTS)
+    assert quantised.shape == (len(TEXTS), 384) and quantised.dtype == np.float32
+    assert np.allclose(np.linalg.norm(quantised, axis=1), 1.0, atol=1e-5)
+    cosine = (full * quantised).sum(axis=1)
+    assert cosine.min() > 0.97 and cosine.mean() > 0.985
+    assert not np.array_equal(full, quantised), "the int8 backend must actually run the quantised graph"
+
+
+def test_int8_keeps_the_nearest_memory(minilm, int8):
+    """Every question's nearest memory is the same one under both precisions."""
+    memories, questions = TEXTS[:4] + TEXTS[6:11], ["is there butter in the fridge?", "what did I put on the bread?",
+                                                    "is it safe to fill the coffee machine?", "what is the model number?",
+                                                    "what do I hold?"]
+    for embedder in (minilm, int8):
+        nearest = (embedder.embed(questions) @ embedder.embed(memories).T).argmax(axis=1)
+        if embedder is minilm:
+            expected = nearest
+    assert list(nearest) == list(expected)
+
+
+def test_a_store_keeps_the_precision_it_was_made_with(tmp_path, minilm, int8, make_memory):
+    memory = make_memory(minilm, tmp_path / "memory.db")
+    memory.close()
+    with pytest.raises(StoreUnavailable, match=r"int8"):
+        make_memory(int8, tmp_path / "memory.db")
+    make_memory(minilm, tmp_path / "memory.db").close()
+
+
+def test_an_unknown_backend_is_named_in_the_error():
+    with pytest.raises(EmbedderUnavailable, match="onnx-int8"):
+        MiniLMEmbedder("tensorrt")
