@@ -20,6 +20,8 @@ __all__ = ["ConsolidationNode", "main"]
 
 
 class ConsolidationNode(Node):
+    executor_threads = 1  # every callback is in one mutually exclusive group: more threads only wait
+
     def __init__(self, **kwargs):
         super().__init__("consolidation_node", **kwargs)
         consolidate_s = declare(self, "consolidation.period_s", 10.0, "consolidation timer period, seconds", 0.1, 86400.0)

@@ -29,6 +29,11 @@ __all__ = ["EncoderNode", "main"]
 
 
 class EncoderNode(Node):
+    # The executor only delivers messages and the store's acknowledgements; the worker thread does
+    # the rest. One executor thread instead of four: rclpy's executor threads each rebuild the wait
+    # set and contend for the interpreter lock on every message.
+    executor_threads = 1
+
     def __init__(self, embedder: Embedder | None = None, **kwargs):
         super().__init__("encoder_node", **kwargs)
         config: MemoryConfig = declare_memory_parameters(self)

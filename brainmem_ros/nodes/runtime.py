@@ -33,9 +33,17 @@ def call_and_wait(client, request, timeout_s: float):
     return future.result()
 
 
+def executor_threads(nodes: Sequence) -> int:
+    """Executor threads: a node alone in its process may say how many it needs (``executor_threads``);
+    otherwise four, and two per node when several share a process."""
+    if len(nodes) == 1:
+        return getattr(nodes[0], "executor_threads", 4)
+    return max(4, 2 * len(nodes))
+
+
 def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                       on_ready: Optional[Callable[[], None]] = None) -> None:
-    executor = MultiThreadedExecutor(num_threads=max(4, 2 * len(nodes)))
+    executor = MultiThreadedExecutor(num_threads=executor_threads(nodes))
     for node in nodes:
         executor.add_node(node)
     # What start-up made (modules, the model, the opened store) lives as long as the process; frozen,
