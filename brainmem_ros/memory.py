@@ -173,7 +173,7 @@ class BrainMemory:
     # -- retrieval -----------------------------------------------------------------------------
     def retrieve(self, request: RetrievalRequest, query_vectors: Optional[np.ndarray] = None) -> RetrievalResult:
         wm = self.working.agents.get(request.agent_id) if request.agent_id else None
-        return self.retriever.retrieve(request, wm, query_vectors)
+        return self.retriever.retrieve(request, wm.view() if wm is not None else None, query_vectors)
 
     # -- consolidation and forgetting ----------------------------------------------------------
     def consolidate(self, agent_id: str = "", goal: Optional[Goal] = None, goal_id: str = "") -> ConsolidationReport:

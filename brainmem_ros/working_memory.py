@@ -51,6 +51,22 @@ class AgentWorkingMemory:
         self.goal_actions: dict[str, list[tuple[str, bool]]] = {}
         self.new_since_consolidation = 0
 
+    def view(self) -> "AgentWorkingMemory":
+        """A copy for a reader that works without the lock (retrieval: a consolidation may hold the
+        lock for tens of milliseconds). Each container is copied by one call into C, which no other
+        thread interleaves with while it holds the interpreter lock, so an ingest meanwhile cannot
+        break the reader's walk ('deque mutated during iteration'). The traces and goals themselves
+        are shared, not copied."""
+        copy = AgentWorkingMemory.__new__(AgentWorkingMemory)
+        copy.agent_id, copy.limits = self.agent_id, self.limits
+        copy.traces = deque(self.traces, maxlen=self.traces.maxlen)
+        copy.actions = deque(self.actions, maxlen=self.actions.maxlen)
+        copy.environment = OrderedDict(self.environment)
+        copy.stack = list(self.stack)
+        copy.goal_actions = {goal: list(steps) for goal, steps in dict(self.goal_actions).items()}
+        copy.new_since_consolidation = self.new_since_consolidation
+        return copy
+
     # -- traces --------------------------------------------------------------------------------
     def add(self, trace: Trace) -> None:
         trace.id = trace.id or new_id("wrk")

@@ -250,3 +250,51 @@ def test_working_memory_can_be_read_while_traces_stream_in(make_memory, hashing)
     stop.set()
     reader.join(timeout=10)
     assert not failures and len(wm.traces) == 50
+
+
+def test_retrieval_reads_working_memory_while_traces_stream_in(make_memory, hashing, monkeypatch):
+    """Retrieval walks an agent's traces and actions without holding working memory's lock (a
+    consolidation may hold it for tens of milliseconds); it must walk a copy, or an ingest in
+    another thread kills it with 'deque mutated during iteration' (seen once in 31,440 back-to-back
+    calls of brainmem-ros loadtest)."""
+    import threading
+    import time
+
+    from brainmem_ros.encoding import Event
+    from brainmem_ros.retrieval import RetrievalRequest, Retriever
+    from brainmem_ros.trace import TraceKind
+
+    memory = make_memory(hashing, **{"working.max_traces": 60, "consolidation.every_n_traces": 0})
+    memory.act("a", "open the fridge", True, "You open the fridge.")
+    events = [Event("a", TraceKind.ACTION if i % 2 else TraceKind.OBSERVATION, f"the cup {i} is on the shelf",
+                    success=True if i % 2 else None, action=f"take cup {i}" if i % 2 else "") for i in range(600)]
+    traces = memory.encoder.prepare(events)
+    in_time = Retriever._in_time_trace
+
+    def slow_in_time(trace, req):
+        time.sleep(0)  # hand the interpreter to the writer mid-walk, as a busy store does
+        return in_time(trace, req)
+
+    monkeypatch.setattr(Retriever, "_in_time_trace", staticmethod(slow_in_time))
+    failures, done = [], threading.Event()
+
+    def write():
+        for start in range(0, len(traces), 2):
+            if failures:
+                break
+            memory.ingest(traces[start:start + 2])
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    calls = 0
+    while not done.is_set() or calls < 20:
+        try:
+            memory.retrieve(RetrievalRequest("a", "where is the cup?", include_working=True))
+        except RuntimeError as exc:
+            failures.append(exc)
+            break
+        calls += 1
+    writer.join(timeout=30)
+    assert not failures, failures[0]
+    assert len(memory.working_memory("a").traces) == 60
