@@ -26,6 +26,8 @@ from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import HELD
 from brainmem_ros.trace import Goal, GoalStatus, Position, Relation, Trace, TraceKind, new_id
 
+_FINISHED_GOALS_KEPT = 64  # finished goals whose steps stay in working memory, most recent first
+
 __all__ = ["EntityState", "AgentWorkingMemory", "WorkingMemory"]
 
 
@@ -63,7 +65,8 @@ class AgentWorkingMemory:
         copy.actions = deque(self.actions, maxlen=self.actions.maxlen)
         copy.environment = OrderedDict(self.environment)
         copy.stack = list(self.stack)
-        copy.goal_actions = {goal: list(steps) for goal, steps in dict(self.goal_actions).items()}
+        # Only the goals on the stack: the prompt lists the done steps of those alone.
+        copy.goal_actions = {g.id: list(self.goal_actions.get(g.id, ())) for g in copy.stack}
         copy.new_since_consolidation = self.new_since_consolidation
         return copy
 
@@ -76,11 +79,22 @@ class AgentWorkingMemory:
             self.actions.append(trace)
             goal_id = trace.goal_id or (self.active_goal().id if self.active_goal() else "")
             if goal_id:
+                if goal_id not in self.goal_actions:
+                    self._forget_old_goal_actions()
                 steps = self.goal_actions.setdefault(goal_id, [])
                 steps.append((trace.action or trace.text, bool(trace.success)))
                 del steps[:-200]
         for rel in trace.relations:
             self._observe(rel, trace)
+
+    def _forget_old_goal_actions(self) -> None:
+        """Keep the steps of the goals on the stack and of the most recent others (a finished goal's
+        steps are read once more, when its outcome is consolidated): without a bound a robot that
+        runs for weeks keeps every goal's steps in working memory."""
+        on_stack = {g.id for g in self.stack}
+        finished = [goal for goal in self.goal_actions if goal not in on_stack]
+        for goal in finished[:max(0, len(finished) - _FINISHED_GOALS_KEPT + 1)]:
+            del self.goal_actions[goal]
 
     def _observe(self, rel: Relation, trace: Trace) -> None:
         if rel.predicate not in ("location", "state"):

@@ -25,6 +25,23 @@ def test_everything_is_bounded():
     assert list(wm.environment) == [f"thing{i}" for i in range(45, 50)]
 
 
+def test_the_steps_of_finished_goals_are_bounded_and_the_current_goals_kept():
+    """A robot that works for weeks finishes thousands of goals; working memory keeps the steps of
+    the goals on its stack and of the 64 most recently finished ones, and a reader's view holds the
+    stack's alone."""
+    wm = WorkingMemory(WorkingSection()).agent("a")
+    main = wm.push(Goal("", "tidy the house", "a"))
+    wm.add(trace(0, TraceKind.ACTION, success=True))
+    for i in range(1, 301):
+        wm.push(Goal("", f"chore {i}", "a"))
+        wm.add(trace(i, TraceKind.ACTION, success=True))
+        wm.finish("", GoalStatus.COMPLETED)
+    assert len(wm.goal_actions) == 64 + 1
+    assert wm.done_steps(main.id) == ["step 0"]
+    assert list(wm.goal_actions)[-1] != main.id and wm.done_steps(list(wm.goal_actions)[-1]) == ["step 300"]
+    assert wm.view().goal_actions == {main.id: [("step 0", True)]}
+
+
 def test_interruption_suspends_and_resumes_the_main_task():
     wm = WorkingMemory(WorkingSection()).agent("a")
     main = wm.push(Goal("", "make a sandwich", "a"))
