@@ -26,9 +26,9 @@ from brainmem_ros.errors import InvalidRequest
 from brainmem_ros.extraction import HELD
 from brainmem_ros.trace import Goal, GoalStatus, Position, Relation, Trace, TraceKind, new_id
 
-_FINISHED_GOALS_KEPT = 64  # finished goals whose steps stay in working memory, most recent first
-
 __all__ = ["EntityState", "AgentWorkingMemory", "WorkingMemory"]
+
+_FINISHED_GOALS_KEPT = 64  # finished goals whose steps stay in working memory, most recent first
 
 
 @dataclass

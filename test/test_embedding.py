@@ -49,11 +49,10 @@ def test_int8_keeps_the_nearest_memory(minilm, int8):
     memories, questions = TEXTS[:4] + TEXTS[6:11], ["is there butter in the fridge?", "what did I put on the bread?",
                                                     "is it safe to fill the coffee machine?", "what is the model number?",
                                                     "what do I hold?"]
-    for embedder in (minilm, int8):
-        nearest = (embedder.embed(questions) @ embedder.embed(memories).T).argmax(axis=1)
-        if embedder is minilm:
-            expected = nearest
-    assert list(nearest) == list(expected)
+    def nearest(embedder):
+        return list((embedder.embed(questions) @ embedder.embed(memories).T).argmax(axis=1))
+
+    assert nearest(int8) == nearest(minilm)
 
 
 def test_a_store_keeps_the_precision_it_was_made_with(tmp_path, minilm, int8, make_memory):
