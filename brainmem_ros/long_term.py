@@ -34,6 +34,7 @@ import numpy as np
 import sqlite_utils
 
 from brainmem_ros.errors import InvalidRequest, StoreUnavailable
+from brainmem_ros.rerank_inputs import RerankInputs
 from brainmem_ros.trace import Entry, Position, Relation, Zone, new_ids
 from brainmem_ros.validation import check_embedding, check_position, check_unit
 from brainmem_ros.vector_index import IndexSettings, Partition, insert_on_one_thread
@@ -98,11 +99,11 @@ class LongTermStore:
         self._partitions: dict[tuple[str, str], Partition] = {}
         self._where: dict[int, tuple[str, str]] = {}
         self._pending_access: dict[int, tuple[float, float]] = {}
-        # rowid -> [importance, last_access, created, confidence]: what reranking needs, kept in RAM
-        # so a retrieval reads SQLite only for the few memories it returns.
-        # Tuples, not lists: the collector stops tracking tuples of floats, so 100k of them add
-        # nothing to garbage-collection pauses.
-        self._scoring: dict[int, tuple[float, float, float, float]] = {}
+        self._scoring = RerankInputs()
+        # The one tuple object of each partition key: ``_where`` holds 100k references to a few keys,
+        # and a freshly made key put in it would have the collector walk all of it again (see
+        # rerank_inputs.py).
+        self._partition_keys: dict[tuple[str, str], tuple[str, str]] = {}
         # owner -> term -> number of that owner's memories containing it, for choosing lexical
         # recall's rare terms without asking FTS5 (whose vocabulary table counts documents by walking
         # each term's postings, and over every agent at once). Per owner, so that what is rare for
@@ -111,6 +112,7 @@ class LongTermStore:
         self._owned: Counter = Counter()  # owner -> memories
         self._dropped_texts: list[tuple[str, str]] = []
         self._changes_since_save = 0
+        self._save_due = False
         self.created_new = not self.path.exists()
         self.rebuilt_partitions: list[str] = []
         self._synchronous = 'FULL' if synchronous == 'FULL' else 'NORMAL'
@@ -286,27 +288,41 @@ class LongTermStore:
             raise StoreUnavailable(f"{self.path} was deleted and could not be restored: {exc}") from exc
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT; on any error ROLLBACK, so nothing half-written stays."""
+    def _transaction(self, check_references: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; on any error ROLLBACK, so nothing half-written stays.
+
+        ``check_references=False``: SQLite does not check this transaction's foreign keys, for a
+        writer whose every reference is to an entry it inserts itself (``add``: each edge, relation
+        and derivation row looked its entry up again, 0.27 s of a 100k pre-embedded ingest)."""
         with self._lock:
             self._ensure_file()
+            if not check_references:  # a no-op inside a transaction: set before BEGIN, reset after
+                self._conn.execute("PRAGMA foreign_keys=OFF")
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(f"cannot write to {self.path}: {exc}") from exc
-            self._dropped_texts = []
-            try:
-                self._flush_access_locked()
-                yield self._conn
-                self._conn.execute("COMMIT")
-                dropped, self._dropped_texts = self._dropped_texts, []
-                self._count_terms(dropped, -1)
-            except BaseException as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreUnavailable(f"write to {self.path} failed, nothing was changed: {exc}") from exc
-                raise
+                yield from self._transaction_body()
+            finally:
+                if not check_references:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("PRAGMA foreign_keys=ON")
+
+    def _transaction_body(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot write to {self.path}: {exc}") from exc
+        self._dropped_texts = []
+        try:
+            self._flush_access_locked()
+            yield self._conn
+            self._conn.execute("COMMIT")
+            dropped, self._dropped_texts = self._dropped_texts, []
+            self._count_terms(dropped, -1)
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreUnavailable(f"write to {self.path} failed, nothing was changed: {exc}") from exc
+            raise
 
     # -- index -------------------------------------------------------------------------------
     def _graph_path(self, key: tuple[str, str]) -> Path:
@@ -318,7 +334,10 @@ class LongTermStore:
             rows = self._conn.execute(
                 "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance, last_access,"
                 " confidence, content, entity_text FROM entries ORDER BY rowid").fetchall()
-            self._scoring = {r[0]: (r[7], r[8], r[4], 1.0 if r[9] is None else r[9]) for r in rows}
+            self._scoring = RerankInputs()
+            self._scoring.add([r[0] for r in rows],
+                              np.array([(r[7], r[8], r[4], 1.0 if r[9] is None else r[9]) for r in rows],
+                                       dtype=np.float64).reshape(len(rows), 4))
             self._df, self._owned = defaultdict(Counter), Counter()
             self._count_terms([(_owner(r[1], bool(r[2])), f"{r[10]} {r[11] or ''}") for r in rows], +1)
         with self._lock:
@@ -327,6 +346,7 @@ class LongTermStore:
         for row in rows:
             grouped[(_owner(row[1], bool(row[2])), row[3])].append(row)
         for key, group in grouped.items():
+            key = self._partition_keys.setdefault(key, key)
             part = Partition(self.index_settings)
             rowids = np.fromiter((r[0] for r in group), dtype=np.int64, count=len(group))
             vectors = np.frombuffer(b"".join(r[6] for r in group), dtype=np.float32).reshape(len(group), self.dim)
@@ -345,16 +365,20 @@ class LongTermStore:
     def save_index(self) -> None:
         """Save the approximate-search graphs. They are a cache of SQLite: a failure to save (a full
         disk) is logged, and the next start rebuilds them."""
+        self._save_due = False
+        self._changes_since_save = 0
+        # Each partition locks itself while it is saved; the store's lock is not held, so writes go
+        # on meanwhile.
         with self._lock:
-            for key, part in self._partitions.items():
-                if part.hnsw is not None:
-                    path = self._graph_path(key)
-                    try:
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        part.save_graph(path)
-                    except (OSError, RuntimeError) as exc:
-                        log.warning("could not save the vector index %s (%s); it will be rebuilt at start", path, exc)
-            self._changes_since_save = 0
+            partitions = list(self._partitions.items())
+        for key, part in partitions:
+            if part.hnsw is not None:
+                path = self._graph_path(key)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    part.save_graph(path)
+                except (OSError, RuntimeError) as exc:
+                    log.warning("could not save the vector index %s (%s); it will be rebuilt at start", path, exc)
 
     def _index_add(self, rows: list[tuple[int, Entry]], vectors: np.ndarray) -> None:
         """``vectors[i]``: the embedding of ``rows[i]``."""
@@ -363,15 +387,17 @@ class LongTermStore:
             grouped[(_owner(entry.agent_id, entry.shared), entry.zone.value)].append(i)
         for key, members in grouped.items():
             group = [rows[i] for i in members]
-            part = self._partitions.setdefault(key, Partition(self.index_settings))
-            part.add(np.array([r for r, _ in group], dtype=np.int64), vectors[members],
+            rowids = [r for r, _ in group]
+            key = self._partition_keys.setdefault(key, key)
+            part = self._partitions.get(key) or self._partitions.setdefault(key, Partition(self.index_settings))
+            part.add(np.array(rowids, dtype=np.int64), vectors[members],
                      np.array([e.created for _, e in group], dtype=np.float64),
                      np.array([e.superseded for _, e in group], dtype=bool))
-            for rowid, entry in group:
-                self._where[rowid] = key
-                self._scoring[rowid] = (float(entry.importance), entry.last_access, entry.created, float(entry.confidence))
-                if entry.warning:
-                    self._warning_rowids.add(rowid)
+            self._where.update(dict.fromkeys(rowids, key))
+            with self._lock:
+                self._scoring.add(rowids, np.array([(float(e.importance), e.last_access, e.created, float(e.confidence))
+                                                    for _, e in group], dtype=np.float64))
+            self._warning_rowids.update(r for r, e in group if e.warning)
         self._note_changes(len(rows))
 
     def wait_indexed(self, timeout: Optional[float] = None) -> bool:
@@ -384,14 +410,16 @@ class LongTermStore:
         return sum(part.tail for part in list(self._partitions.values()))
 
     def _index_work(self) -> int:
-        """Rows the background indexer still owes: tails, and due or running graph rebuilds."""
-        return sum(part.backlog for part in list(self._partitions.values()))
+        """Work the background indexer still owes: rows for tails and due or running graph rebuilds,
+        and one for a due save."""
+        return sum(part.backlog for part in list(self._partitions.values())) + int(self._save_due)
 
     def _index_remove(self, rowids: Iterable[int]) -> None:
         touched = set()
         for rowid in rowids:
             self._warning_rowids.discard(rowid)
-            self._scoring.pop(rowid, None)
+            with self._lock:
+                self._scoring.remove(rowid)
             key = self._where.pop(rowid, None)
             if key and self._partitions[key].remove(rowid):
                 touched.add(key)
@@ -426,12 +454,14 @@ class LongTermStore:
                     self._owned.pop(owner, None)
 
     def _note_changes(self, n: int) -> None:
-        """Save the graphs every ``index_save_every`` changes, and never more often than every quarter
-        of the store's size: a save rewrites whole graphs, and a missed save only costs a rebuild."""
+        """Have the background indexer save the graphs every ``index_save_every`` changes, and never
+        more often than every quarter of the store's size: a save rewrites whole graphs, and a missed
+        save only costs a rebuild. Not the writer: saves took 0.24 s of a 100k pre-embedded ingest's
+        main thread, while the indexer's core had time to spare."""
         self._changes_since_save += n
         due = max(self.index_save_every, len(self._where) // 4)
         if self.index_save_every and self._changes_since_save >= due:
-            self.save_index()
+            self._save_due = any(part.hnsw is not None for part in list(self._partitions.values()))
 
     def _visible(self, agent_id: str, zones: Sequence[Zone]) -> list[Partition]:
         zone_values = {z.value for z in zones}
@@ -480,7 +510,7 @@ class LongTermStore:
         now = time.time()
         added: list[tuple[int, Entry]] = []
         hidden_changes: list[tuple[int, bool]] = []
-        with self._transaction() as conn:
+        with self._transaction(check_references=False) as conn:
             # Keys assigned here, under the write lock, so every table is filled with executemany.
             first = (conn.execute("SELECT COALESCE(MAX(key), 0) FROM entries").fetchone()[0]) + 1
             rows, edges, derived = [], [], []
@@ -631,10 +661,9 @@ class LongTermStore:
         if replaced:
             self._count_terms([replaced[0]], -1, memories=False)
             self._count_terms([replaced[1]], +1, memories=False)
-        scoring = self._scoring.get(row[0])
-        if scoring is not None:
-            self._scoring[row[0]] = (float(np.clip(importance, 0, 1)), time.time(), scoring[2],
-                                     scoring[3] if confidence is None else float(confidence))
+        with self._lock:
+            self._scoring.touch(row[0], float(np.clip(importance, 0, 1)), time.time(),
+                                None if confidence is None else float(confidence))
         if embedding is not None:
             key = self._where.get(row[0])
             part = self._partitions.get(key) if key else None
@@ -651,9 +680,7 @@ class LongTermStore:
             changed = dict(zip(entry_ids, importance))
             for rowid, entry_id in conn.execute(
                     f"SELECT rowid, id FROM entries WHERE id IN ({','.join('?' * len(changed))})", list(changed)):
-                if rowid in self._scoring:
-                    old = self._scoring[rowid]
-                    self._scoring[rowid] = (float(np.clip(changed[entry_id], 0, 1)), now, old[2], old[3])
+                self._scoring.touch(rowid, float(np.clip(changed[entry_id], 0, 1)), now)
             return cur.rowcount
 
     def record_access(self, rowids: Sequence[int], importance: Sequence[float], now: float) -> None:
@@ -662,9 +689,7 @@ class LongTermStore:
             for rowid, value in zip(rowids, importance):
                 count, _ = self._pending_access.get(rowid, (0, 0.0))
                 self._pending_access[rowid] = (count + 1, float(value))
-                scoring = self._scoring.get(rowid)
-                if scoring is not None:
-                    self._scoring[rowid] = (float(value), now, scoring[2], scoring[3])
+                self._scoring.touch(rowid, float(value), now)
             self._access_time = now
 
     def _flush_access_locked(self) -> None:
@@ -901,11 +926,11 @@ class LongTermStore:
     def scoring_inputs(self, rowids: Sequence[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
         """For live rowids: (rowids, vectors, [importance, last_access, created, confidence] rows)."""
         with self._lock:
-            live = [r for r in rowids if r in self._scoring]
+            live, values = self._scoring.of(rowids)
             if not live:
                 return [], np.zeros((0, self.dim), dtype=np.float32), np.zeros((0, 4))
             vectors = np.stack([self._partitions[self._where[r]].vector(r) for r in live])
-            return live, vectors, np.array([self._scoring[r] for r in live], dtype=np.float64)
+            return live, vectors, values
 
     def entries_by_rowid(self, rowids: Sequence[int]) -> dict[int, Entry]:
         if not rowids:
@@ -1063,7 +1088,7 @@ class LongTermStore:
 
 class _GraphIndexer:
     """The background thread that moves partitions' tails into their HNSW graphs and rebuilds
-    crowded ones (``Partition.index_step``).
+    crowded ones (``Partition.index_step``), and saves them when a save is due.
 
     Started on the first row that needs it, so stores that stay exact (small ones, most tests) run no
     thread. It holds only a weak reference to the store: a store dropped without ``close`` does not
@@ -1115,6 +1140,8 @@ class _GraphIndexer:
             try:
                 for part in list(store._partitions.values()):
                     part.index_step(_INDEX_CHUNK)
+                if store._save_due:
+                    store.save_index()
             except Exception:  # a failed insertion must not end the thread; the tail stays searchable
                 log.exception("vector index insertion failed; those rows stay in the exact tail")
                 failed = True

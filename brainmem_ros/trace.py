@@ -6,6 +6,7 @@ nodes translate these to and from ``brainmem_ros.msg``.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple, Optional, Sequence
@@ -28,16 +29,21 @@ LONG_TERM_ZONES = (Zone.EPISODIC, Zone.SEMANTIC, Zone.PROCEDURAL, Zone.GOAL)
 
 
 def new_id(prefix: str) -> str:
-    """``prefix-`` and 64 random bits in hex: as unique as the uuid4 prefix used before, without
-    building a UUID object per memory (4% of a pre-embedded ingest went to ``uuid4``)."""
-    return f"{prefix}-{os.urandom(8).hex()}"
+    """``prefix-``, the time in milliseconds (11 hex digits) and 64 random bits in hex.
+
+    Time first, as in UUIDv7: new ids sort after old ones, so the unique index on ids grows at its
+    end instead of at random pages, and a commit writes fewer of them (pre-embedded ingest at 100k:
+    the entries INSERT 0.98 -> 0.71 s, the commits 1.84 -> 1.38 s, against 16 random digits alone).
+    The random part alone is as unique as the uuid4 prefix used before."""
+    return new_ids([prefix])[0]
 
 
 def new_ids(prefixes: Sequence[str]) -> list[str]:
     """``new_id`` for many memories from one ``os.urandom`` call: in this virtual machine each call is
     a system call of ~5 us, 3% of a pre-embedded ingest when made once per memory."""
+    stamp = f"{time.time_ns() // 1_000_000:011x}"
     raw = os.urandom(8 * len(prefixes)).hex()
-    return [f"{prefix}-{raw[16 * i:16 * i + 16]}" for i, prefix in enumerate(prefixes)]
+    return [f"{prefix}-{stamp}{raw[16 * i:16 * i + 16]}" for i, prefix in enumerate(prefixes)]
 
 
 class Relation(NamedTuple):

@@ -3,6 +3,7 @@ One place, so the encoder, the store and the memory facade refuse the same thing
 from __future__ import annotations
 
 import math
+import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -12,10 +13,13 @@ from brainmem_ros.errors import InvalidRequest
 __all__ = ["check_agent", "check_text", "check_unit", "check_position", "check_embedding"]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
 def check_agent(agent_id: str) -> str:
     if not isinstance(agent_id, str) or not agent_id.strip():
         raise InvalidRequest("agent_id must not be empty")
-    if len(agent_id) > 128 or any(ord(c) < 32 for c in agent_id):
+    if len(agent_id) > 128 or _CONTROL.search(agent_id):
         raise InvalidRequest("agent_id must be at most 128 printable characters")
     return agent_id
 

@@ -393,3 +393,33 @@ def test_a_batch_is_put_into_fts_once_without_the_per_row_trigger(tmp_path, made
     store._conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('integrity-check')")  # raises if out of step
     assert store.integrity()["integrity_ok"]
     store.close()
+
+
+def test_an_add_leaves_foreign_keys_checked_for_every_other_write(tmp_path):
+    """``add`` writes without SQLite's reference checks (its rows point at entries of its own batch);
+    the connection must check them again afterwards, after a failed add as well, or a later write
+    could leave an edge pointing at nothing."""
+    store = LongTermStore(tmp_path / "m.db")
+    ids = fill(store, 5)
+    assert store._conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with pytest.raises(StoreUnavailable):  # an id already stored: the INSERT fails inside the transaction
+        store.add([entry("a second memory under the first one's id", id=ids[0])])
+    assert store._conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with pytest.raises(sqlite3.IntegrityError):
+        store._conn.execute("INSERT INTO entry_entities VALUES (999999, 'ghost')")
+    assert len(store) == 5 and store.integrity()["integrity_ok"]
+    store.close()
+
+
+def test_new_ids_sort_in_the_order_they_were_made_and_never_repeat():
+    """Time-first ids keep SQLite's unique index on ids growing at its end."""
+    import time
+
+    from brainmem_ros.trace import new_id, new_ids
+
+    first = new_ids(["epi"] * 10000)
+    time.sleep(0.002)
+    later = new_id("epi")
+    assert len(set(first)) == 10000 and all(later > i for i in first)
+    assert first[0].startswith("epi-") and len(first[0]) == len("epi-") + 11 + 16
+

@@ -63,6 +63,10 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
                                 label=f"embedding {n:,} memories (cached after)", progress=progress,
                                 model_name=embedder.name)
     folder = Path(tempfile.mkdtemp(prefix=f"brainmem-bench-{n}-"))
+    # The corpus is the bench's, not the store's: frozen, so that the collector's passes over it are
+    # not billed to ingest (as a node freezes what exists once it has started, nodes/runtime.py).
+    gc.collect()
+    gc.freeze()
     try:
         rss_before = _rss_bytes()
         memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}), embedder=embedder)
@@ -82,6 +86,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         # As a node does once started (nodes/runtime.py): what exists now lives on, so the collector
         # is kept from walking it; the corpus built above would otherwise be billed to retrieval.
         del entries
+        gc.unfreeze()
         gc.collect()
         gc.freeze()
 
