@@ -66,12 +66,18 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
     """One client process: retrieve until time is up (``rate`` calls a second, 0: back to back),
     write latencies and errors."""
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     from brainmem_ros.srv import RetrieveMemory
 
     rclpy.init()
     node = rclpy.create_node(f"loadtest_client_{index}")
+    # One executor holding the node for the whole run: ``rclpy.spin_until_future_complete`` adds the
+    # node to the global executor and removes it again on every call, CPU the clients take from the
+    # memory nodes on a small machine.
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     qos = QoSProfile(depth=CLIENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.VOLATILE)
     client = node.create_client(RetrieveMemory, "/retrieve_memory", qos_profile=qos)
@@ -99,7 +105,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
             # counted and reported; the latency includes the time lost.
             for attempt in range(1 + RESENDS):
                 future = client.call_async(request)
-                rclpy.spin_until_future_complete(node, future, timeout_sec=RESEND_S)
+                executor.spin_until_future_complete(future, timeout_sec=RESEND_S)
                 if future.done():
                     answer = future.result()
                     break
@@ -116,6 +122,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
                 if ms > 50.0:
                     slow.append((round(time.monotonic() - started, 2), round(ms, 1)))
     out.write_text(json.dumps({"latencies_ms": latencies, "errors": errors, "resent_at_s": resent, "slow": slow}))
+    executor.shutdown()
     node.destroy_node()
     rclpy.shutdown()
     return 0

@@ -66,3 +66,23 @@ def test_a_store_keeps_the_precision_it_was_made_with(tmp_path, minilm, int8, ma
 def test_an_unknown_backend_is_named_in_the_error():
     with pytest.raises(EmbedderUnavailable, match="onnx-int8"):
         MiniLMEmbedder("tensorrt")
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_a_single_text_gets_the_same_vector_on_its_own_thread(backend):
+    """One text goes through a one-thread session beside other calls (a retrieval's question), a
+    batch through the configured threads: the same text gets the same vector either way, and from
+    calls made at once from several threads. (The int8 graph scales its activations per batch, so
+    there a text embedded among others differs slightly from the text alone; the float graph does not.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    embedder = MiniLMEmbedder(backend, threads=2)
+    assert embedder._single is not embedder._session
+    alone = np.stack([embedder.embed([text])[0] for text in TEXTS])
+    on_the_batch_session = np.stack([embedder._embed_onnx([text], embedder._session)[0] for text in TEXTS])
+    assert np.array_equal(alone, on_the_batch_session)
+    with ThreadPoolExecutor(4) as pool:
+        together = np.stack([v[0] for v in pool.map(lambda t: embedder.embed([t]), TEXTS * 3)])
+    assert np.array_equal(together, np.concatenate([alone] * 3))
+    if backend == "onnx":
+        assert np.abs(alone - embedder.embed(TEXTS)).max() < 1e-5

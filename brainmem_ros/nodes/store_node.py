@@ -18,7 +18,7 @@ from brainmem_ros.memory import BrainMemory
 from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, reject_or_apply
-from brainmem_ros.nodes.runtime import run
+from brainmem_ros.nodes.runtime import BoundedCallbackGroup, run
 from brainmem_ros.retrieval import trace_as_entry
 from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome, RetrieveMemory,
                               StoreMemory, UpdateGoal)
@@ -37,13 +37,18 @@ class StoreNode(Node):
             "request/response queue depth of every service: under KEEP_LAST a response overwritten before a slow "
             "client took it is lost, so this must exceed the calls in flight from all clients", 1, 100000)
         snapshot_s = declare(self, "snapshot_period_s", 5.0, "working-memory snapshot period, seconds", 0.1, 3600.0)
+        concurrent = declare(self, "concurrent_retrievals", 2, "retrievals served side by side; the executor gets "
+                             "two threads more, for writes and working-memory views", 1, 16, read_only=True)
+        self.executor_threads = concurrent + 2
         self.memory = BrainMemory(self.config, embedder=embedder)
         self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
-        # One reader and one writer at a time: retrievals are CPU-bound under one GIL, so running more
-        # of them at once only adds contention, and a crowd of readers would starve the writes (ingest).
-        # Working-memory views get their own group: converting a few hundred traces to messages takes
-        # ~60 ms, which retrievals queued behind it used to wait out in full.
-        reads, writes, views = (MutuallyExclusiveCallbackGroup() for _ in range(3))
+        # Two readers and one writer at a time. A retrieval of a new question spends most of its time
+        # in the model, outside the interpreter lock, so a second one runs its Python meanwhile; more
+        # would crowd the two cores and starve the writes (ingest). Working-memory views get their
+        # own group: converting a few hundred traces to messages takes ~60 ms, which retrievals
+        # queued behind it used to wait out in full.
+        reads = BoundedCallbackGroup(concurrent)
+        writes, views = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
         served = QoSProfile(depth=service_depth, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.VOLATILE)
