@@ -41,8 +41,9 @@ class StoreSection:
     hnsw_ef_search: int = p(128, "HNSW query-time candidate list (recall against latency)", 8, 4096)
     hnsw_ef_reference_rows: int = p(40000, "graphs larger than this search with hnsw_ef_search scaled by "
                                             "(rows / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
-    history_exact_below: int = p(50000, "superseded rows of a partition enter no HNSW graph until there are this many: "
-                                        "only history queries search them, exactly till then", 0, 10**9)
+    hnsw_history_m: int = p(16, "HNSW graph degree of the history graph (superseded facts, walked only by "
+                                "history queries; built lighter than the current graph)", 4, 128)
+    hnsw_history_ef_construction: int = p(32, "HNSW build-time candidate list of the history graph", 8, 1024)
     regraph_share: float = p(0.25, "rebuild a partition's current HNSW graph in the background once this share of "
                                    "its rows is superseded or deleted", 0.01, 1.0)
     synchronous: str = p("FULL", "SQLite synchronous mode: FULL survives power cuts, NORMAL only process crashes",

@@ -7,9 +7,7 @@ import pytest
 from brainmem_ros.vector_index import IndexSettings, Partition
 
 DIM = 16
-SETTINGS = IndexSettings(dim=DIM, exact_below=100, hnsw_ef_search=512, regraph_share=0.25, history_exact_below=100)
-# Superseded rows parked outside the graphs until 400 of them: the default's behaviour at test scale.
-PARKING = IndexSettings(dim=DIM, exact_below=100, hnsw_ef_search=512, regraph_share=0.25, history_exact_below=400)
+SETTINGS = IndexSettings(dim=DIM, exact_below=100, hnsw_ef_search=512, regraph_share=0.25)
 
 
 def unit_vectors(n, seed):
@@ -26,8 +24,8 @@ def settle(part, chunk=64):
     return steps
 
 
-def filled(n=1000, seed=0, settings=SETTINGS):
-    part = Partition(settings)
+def filled(n=1000, seed=0):
+    part = Partition(SETTINGS)
     vectors = unit_vectors(n, seed)
     part.add(np.arange(1, n + 1), vectors, np.zeros(n))
     settle(part)
@@ -70,9 +68,8 @@ def test_a_row_current_again_is_found_though_it_sits_in_the_history_graph():
     assert 5 not in part.search(vectors[4], 10)[0]
 
 
-@pytest.mark.parametrize("history", ["graph", "parked"])
-def test_rows_changed_while_a_rebuild_runs_are_answered_as_exact_search_does(history):
-    part, vectors = filled(settings=SETTINGS if history == "graph" else PARKING)
+def test_rows_changed_while_a_rebuild_runs_are_answered_as_exact_search_does():
+    part, vectors = filled()
     for rowid in range(1, 301):
         part.set_hidden(rowid, True)
     part.index_step(64)  # the rebuild has begun, 64 of ~700 rows in
@@ -89,52 +86,6 @@ def test_rows_changed_while_a_rebuild_runs_are_answered_as_exact_search_does(his
     assert part.tail == 0
     assert_answers_as_exact(part, np.concatenate([vectors[395:455], vectors[:10], unit_vectors(30, 7)]))
     assert 600 not in part.search(vectors[599], 10, include_hidden=True)[0]
-
-
-def test_a_small_history_enters_no_graph_and_history_queries_score_it_exactly(tmp_path):
-    part = Partition(PARKING)
-    vectors = unit_vectors(1000, 0)
-    hidden = np.arange(1, 1001) <= 300  # arrived superseded: below the history threshold of 400
-    part.add(np.arange(1, 1001), vectors, np.zeros(1000), hidden=hidden)
-    settle(part)
-    assert part._history is None and part.hnsw.ntotal == 700 and part.tail == 0 and part.backlog == 0
-    assert part.search(vectors[0], 1, include_hidden=True)[0][0] == 1
-    assert 1 not in part.search(vectors[0], 10)[0]
-    queries = np.concatenate([vectors[:20], vectors[290:310], unit_vectors(20, 4)])
-    assert_answers_as_exact(part, queries)
-
-    part.set_hidden(5, False)  # current again: found at once, and in the current graph once indexed
-    assert part.search(vectors[4], 1)[0][0] == 5
-    settle(part)
-    assert part.hnsw.ntotal == 701 and part.search(vectors[4], 1)[0][0] == 5
-    assert part.remove(6) and 6 not in part.search(vectors[5], 10, include_hidden=True)[0]
-
-    path = tmp_path / "p.faiss"
-    part.save_graph(path)
-    assert path.exists() and not (tmp_path / "p.history.faiss").exists()
-    again = Partition(PARKING)
-    alive = np.array([r for r in range(1, 1001) if r != 6])
-    again.add(alive, vectors[alive - 1], np.zeros(len(alive)), hidden=(alive <= 300) & (alive != 5))
-    assert again.load_graph(path)
-    settle(again)  # the parked rows are parked again, nothing is inserted
-    assert again.hnsw.ntotal == 701 and again._history is None
-    for q in queries:
-        for history in (False, True):
-            assert again.search(q, 10, include_hidden=history)[0].tolist() == \
-                part.search(q, 10, include_hidden=history)[0].tolist()
-
-
-def test_a_history_past_the_threshold_gets_its_graph_with_every_parked_row():
-    part = Partition(PARKING)
-    vectors = unit_vectors(1000, 1)
-    part.add(np.arange(1, 1001), vectors, np.zeros(1000), hidden=np.arange(1, 1001) <= 300)
-    settle(part)
-    more = unit_vectors(200, 2)
-    part.add(np.arange(1001, 1201), more, np.zeros(200), hidden=np.ones(200, dtype=bool))
-    settle(part)  # 500 superseded rows now: past 400
-    assert part._history is not None and part._history.index.ntotal == 500 and part._parked == 0
-    assert part.indexed == 1200 and part.tail == 0
-    assert_answers_as_exact(part, np.concatenate([vectors[:20], more[:20], unit_vectors(20, 6)]))
 
 
 def test_saved_graphs_are_adopted_whole_and_a_deleted_row_makes_them_stale(tmp_path):
@@ -214,10 +165,12 @@ def test_store_settings_reach_the_partitions(tmp_path):
     from brainmem_ros.memory import BrainMemory
 
     config = MemoryConfig().replace(**{"store.path": str(tmp_path / "m.db"), "store.regraph_share": 0.5,
-                                       "store.hnsw_ef_reference_rows": 1234})
+                                       "store.hnsw_ef_reference_rows": 1234, "store.hnsw_history_m": 12,
+                                       "store.hnsw_history_ef_construction": 20})
     memory = BrainMemory(config, embedder=HashingEmbedder())
-    assert memory.store.index_settings.regraph_share == 0.5
-    assert memory.store.index_settings.ef_reference_rows == 1234
+    settings = memory.store.index_settings
+    assert settings.regraph_share == 0.5 and settings.ef_reference_rows == 1234
+    assert (settings.history_m, settings.history_ef_construction) == (12, 20)
     memory.close()
 
 
@@ -230,8 +183,7 @@ def test_a_store_rebuilding_its_graphs_under_concurrent_writes_and_reads_stays_e
     from brainmem_ros.long_term import LongTermStore
     from brainmem_ros.trace import Entry, Relation, Zone
 
-    store = LongTermStore(tmp_path / "m.db", dim=DIM, index=IndexSettings(dim=DIM, exact_below=200, regraph_share=0.1,
-                                                                   history_exact_below=200))
+    store = LongTermStore(tmp_path / "m.db", dim=DIM, index=IndexSettings(dim=DIM, exact_below=200, regraph_share=0.1))
     items = [f"item{i}" for i in range(150)]
 
     def facts(round_no):
@@ -277,3 +229,15 @@ def test_a_store_rebuilding_its_graphs_under_concurrent_writes_and_reads_stays_e
     assert {e.content.split()[-1] for e in store.entries_by_rowid([r for r, _ in current]).values()} == {"7"}
     assert store.integrity()["integrity_ok"]
     store.close()
+
+
+def test_the_history_graph_is_built_with_its_own_lighter_settings():
+    settings = IndexSettings(dim=DIM, exact_below=100, hnsw_m=24, hnsw_ef_construction=64, history_m=8,
+                             history_ef_construction=20)
+    part = Partition(settings)
+    part.add(np.arange(1, 501), unit_vectors(500, 4), np.zeros(500), hidden=np.arange(1, 501) <= 200)
+    settle(part)
+    assert part.hnsw.hnsw.efConstruction == 64 and part._history.index.hnsw.efConstruction == 20
+    assert part.hnsw.hnsw.nb_neighbors(1) == 24 and part._history.index.hnsw.nb_neighbors(1) == 8
+    part.build_hnsw()  # a full build at start as well
+    assert part._history.index.hnsw.efConstruction == 20
