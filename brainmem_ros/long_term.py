@@ -416,13 +416,13 @@ class LongTermStore:
 
     def _index_remove(self, rowids: Iterable[int]) -> None:
         touched = set()
-        for rowid in rowids:
-            self._warning_rowids.discard(rowid)
-            with self._lock:
+        with self._lock:  # once for the whole batch: a pruning pass removes thousands of rows
+            for rowid in rowids:
+                self._warning_rowids.discard(rowid)
                 self._scoring.remove(rowid)
-            key = self._where.pop(rowid, None)
-            if key and self._partitions[key].remove(rowid):
-                touched.add(key)
+                key = self._where.pop(rowid, None)
+                if key and self._partitions[key].remove(rowid):
+                    touched.add(key)
         for key in touched:
             if self._partitions[key].needs_compaction():
                 self._partitions[key].compact()
