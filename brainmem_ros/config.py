@@ -35,13 +35,13 @@ def p(default, description: str, lo=None, hi=None, choices=None):
 @dataclass(frozen=True)
 class StoreSection:
     path: str = p("~/.ros/brainmem/memory.db", "SQLite file of long-term memory; the FAISS index lives beside it")
-    exact_below: int = p(20000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0, 10**9)
-    hnsw_m: int = p(24, "HNSW graph degree", 4, 128)
-    hnsw_ef_construction: int = p(64, "HNSW build-time candidate list", 8, 1024)
+    exact_below: int = p(10000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0, 10**9)
+    hnsw_m: int = p(16, "HNSW graph degree", 4, 128)
+    hnsw_ef_construction: int = p(40, "HNSW build-time candidate list", 8, 1024)
     hnsw_ef_search: int = p(128, "HNSW query-time candidate list (recall against latency)", 8, 4096)
     hnsw_ef_reference_rows: int = p(40000, "graphs larger than this search with hnsw_ef_search scaled by "
                                             "(rows / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
-    hnsw_history_m: int = p(16, "HNSW graph degree of the history graph (superseded facts, walked only by "
+    hnsw_history_m: int = p(12, "HNSW graph degree of the history graph (superseded facts, walked only by "
                                 "history queries; built lighter than the current graph)", 4, 128)
     hnsw_history_ef_construction: int = p(32, "HNSW build-time candidate list of the history graph", 8, 1024)
     regraph_share: float = p(0.25, "rebuild a partition's current HNSW graph in the background once this share of "

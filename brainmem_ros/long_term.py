@@ -542,7 +542,9 @@ class LongTermStore:
                                 " valid_from, valid_to, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?)")
             pending: list[tuple] = []
             pending_keys: set[tuple[str, str, str]] = set()  # (agent, subject, predicate) of the functional ones
+            closing: dict[int, tuple[float, str]] = {}  # relation id -> (valid_to, superseded_by), written at the end
             closed_entries: set[int] = set()
+            stale_entries: list[tuple[int]] = []
             for rowid, e in added:  # in order: a later entry of the batch supersedes an earlier one
                 if not e.relations:
                     continue
@@ -555,16 +557,19 @@ class LongTermStore:
                 pending_keys |= keys
                 stale: dict[Relation, tuple[float, str]] = {}
                 for rel in functional:
-                    newer = self._supersede(conn, e, rel, closed_entries)
+                    newer = self._supersede(conn, e, rel, closing, closed_entries)
                     if newer is not None:  # arrived late: a newer fact already replaced it
                         stale[rel] = newer
                 pending += [(rowid, e.agent_id, int(e.shared), e.zone.value, r.subject, r.predicate, r.object,
                              e.created, *stale.get(r, (None, None))) for r in e.relations]
                 if functional and len(stale) == len(functional):
                     e.superseded = True
-                    conn.execute("UPDATE entries SET superseded = 1 WHERE rowid = ?", (rowid,))
+                    stale_entries.append((rowid,))
             if pending:
                 conn.executemany(insert_relations, pending)
+            conn.executemany("UPDATE relations SET valid_to = ?, superseded_by = ? WHERE id = ?",
+                             [(valid_to, by, rel_id) for rel_id, (valid_to, by) in closing.items()])
+            conn.executemany("UPDATE entries SET superseded = 1 WHERE rowid = ?", stale_entries)
             hidden_changes += self._retire_closed(conn, closed_entries)
             self._journal_apply(conn, (), journal_remove)
         self._index_add(added, vectors)
@@ -574,25 +579,28 @@ class LongTermStore:
         self._indexer.wake()  # after the batch's facts are closed: they may make a rebuild due
         return [e.id for _, e in added]
 
-    def _supersede(self, conn, entry: Entry, rel: Relation, closed_entries: set[int]) -> Optional[tuple[float, str]]:
+    def _supersede(self, conn, entry: Entry, rel: Relation, closing: dict[int, tuple[float, str]],
+                   closed_entries: set[int]) -> Optional[tuple[float, str]]:
         """Close the agent's current facts about (subject, predicate) with another value that are not
-        newer than ``entry``, adding their entries to ``closed_entries``. If one is newer, close
-        nothing and return its (valid_from, entry id): ``entry``'s relation is then history the moment
-        it arrives (an older observation replayed or delivered late must not overwrite what was seen
-        after it). One indexed lookup; usually a single current fact comes back."""
-        current = conn.execute(
+        newer than ``entry``: put them in ``closing`` (relation id -> valid_to, superseded_by; the
+        caller writes them all at once, and until then they count as closed here) and their entries in
+        ``closed_entries``. If one is newer, close nothing and return its (valid_from, entry id):
+        ``entry``'s relation is then history the moment it arrives (an older observation replayed or
+        delivered late must not overwrite what was seen after it). One indexed lookup; usually a
+        single current fact comes back."""
+        current = [row for row in conn.execute(
             "SELECT id, entry, valid_from FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
             " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ?",
-            (entry.agent_id, rel.subject, rel.predicate, rel.object)).fetchall()
+            (entry.agent_id, rel.subject, rel.predicate, rel.object)) if row[0] not in closing]
         if not current:
             return None
         newer = [(valid_from, entry_rowid) for _, entry_rowid, valid_from in current if valid_from > entry.created]
         if newer:
             valid_from, entry_rowid = min(newer)
             return valid_from, conn.execute("SELECT id FROM entries WHERE rowid = ?", (entry_rowid,)).fetchone()[0]
-        conn.executemany("UPDATE relations SET valid_to = ?, superseded_by = ? WHERE id = ?",
-                         [(entry.created, entry.id, rel_id) for rel_id, _, _ in current])
-        closed_entries.update(entry_rowid for _, entry_rowid, _ in current)
+        for rel_id, entry_rowid, _ in current:
+            closing[rel_id] = (entry.created, entry.id)
+            closed_entries.add(entry_rowid)
         return None
 
     @staticmethod

@@ -33,20 +33,32 @@ _BUILD_STEP = 10000  # rows per FAISS call in a full build: the progress bar's s
 
 @dataclass(frozen=True)
 class IndexSettings:
+    """The defaults, and why (``store.*`` in the configuration sets them).
+
+    Graph insertions run on the other core beside ingest, and slow it: over 100k pre-embedded
+    entries the writing thread used 1.3-1.7 s more CPU while the indexer ran than with no graphs at
+    all (shared caches and memory bandwidth). So the current graph is built with M 16 and
+    efConstruction 40: measured on 34k of robot_a's episodic vectors, one thread, 80 us a row against
+    140 us for M 24 and 64, 0.9925 of the exact top 10 at efSearch 128 against 0.9965, and 0.21 ms a
+    query against 0.27. A partition gets its graphs from ``exact_below`` 10k rows: from 20k, the 100k
+    bench's semantic partition crossed the line at 90% of the ingest, and its 20k rows were still
+    being inserted 1.8-2.5 s after the last write (0.1-0.2 s from 10k, with the lighter graph).
+    """
+
     dim: int = 384
-    exact_below: int = 20000
-    hnsw_m: int = 24
-    hnsw_ef_construction: int = 64
+    exact_below: int = 10000
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 40
     hnsw_ef_search: int = 128
     regraph_share: float = 0.25
     ef_reference_rows: int = 40000
-    history_m: int = 16
+    history_m: int = 12
     history_ef_construction: int = 32
 
     def ef_for(self, rows: int) -> int:
         """efSearch for a graph of ``rows``: ``hnsw_ef_search`` up to ``ef_reference_rows``, then growing
         as (rows / reference)^0.75. A fixed ef loses recall as the graph grows. Measured here, on the
-        filtered top 10 at 100k memories (a 34k-row current graph): ef 64 found 0.953 of the exact
+        filtered top 10 at 100k memories (a 34k-row current graph of M 24, efConstruction 64): ef 64 found 0.953 of the exact
         top 10, 96 0.983, 128 0.997 at 0.24 ms p50, 256 1.000 at 0.43 ms. A 434k-row graph (1M
         memories) needed 768 for 0.97 (256: 0.90); 128 at 40k rows grows to the same 768 there."""
         if rows <= self.ef_reference_rows or self.ef_reference_rows <= 0:
@@ -65,11 +77,11 @@ class _Graph:
 
     def __init__(self, settings: IndexSettings, index: Optional[faiss.IndexHNSWFlat] = None, history: bool = False):
         if index is None:
-            # The history graph is built lighter: only history queries walk it, and its rows are the
-            # superseded facts, as many as the current ones where facts change often (20k of robot_a's
-            # 54k episodic memories at 100k). Measured on those 20k: M 16 and efConstruction 32 build
-            # in 1.03 s against 2.23 s for the current graph's M 24 and 64, and find 0.992 of the
-            # exact top 10 at efSearch 128 against 0.998.
+            # The history graph is built lighter still: only history queries walk it, and its rows are
+            # the superseded facts, as many as the current ones where facts change often (20k of
+            # robot_a's 54k episodic memories at 100k). Measured on 20k of those vectors, one thread:
+            # M 12 and efConstruction 32 build in 41 us a row against 49 us for M 16 and 32, and find
+            # 0.990 of the exact top 10 at efSearch 128 (M 16: 0.987; efConstruction 24: 0.972).
             m, ef_construction = ((settings.history_m, settings.history_ef_construction) if history
                                   else (settings.hnsw_m, settings.hnsw_ef_construction))
             index = faiss.IndexHNSWFlat(settings.dim, m, faiss.METRIC_INNER_PRODUCT)
@@ -173,8 +185,7 @@ class Partition:
             self._hidden[sl] = False if hidden is None else hidden
             self._dead[sl] = False
             self._graph_of[sl] = _TAIL
-            for offset, rowid in enumerate(rowids.tolist()):
-                self.position[rowid] = self.size + offset
+            self.position.update(zip(rowids.tolist(), range(self.size, self.size + n)))
             self.size += n
         if self._current is None and self.alive_count() >= self.settings.exact_below:
             with self._graph_lock, self._rows_lock:

@@ -36,6 +36,18 @@ def test_vocabulary_names_are_found_without_a_pattern_and_extra_names_are_config
     assert extract("the gizmo hums", custom).entities == ["gizmo"]
 
 
+def test_the_longest_vocabulary_name_wins_and_names_end_at_word_boundaries():
+    """The vocabulary scan is a trie; it must find what a longest-first alternation finds."""
+    assert extract("the cupboard is by the cup and the coffee beans", V).entities == ["cupboard", "cup", "coffee beans"]
+    assert extract("wipe the right-hand counter, not the countertop", V).entities == ["right-hand counter", "countertop"]
+    assert extract("cups and potatoes", V).entities == []
+
+
+def test_rules_whose_trigger_words_overlap_all_run():
+    """One scan finds every rule's trigger words, also where they share characters ("you see")."""
+    assert rels("On the shelf you see a mug. The mug is dirty.") == {("mug", "location", "shelf"), ("mug", "state", "dirty")}
+
+
 def test_canonical_names():
     assert canonical("The Butter.") == "butter"
     assert canonical("a  red   apple") == "red apple"
