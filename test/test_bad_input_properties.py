@@ -166,11 +166,24 @@ def test_update_goal(store_node, op, agent, goal_id, description, temporary, sta
 
 
 @PROPS
-@given(agent=AGENT)
-def test_get_working_memory(store_node, agent):
+@given(agent=AGENT, max_traces=st.integers(0, 2**32 - 1))
+def test_get_working_memory(store_node, agent, max_traces):
     from brainmem_ros.srv import GetWorkingMemory
 
-    _answer(store_node, store_node.on_get_working, GetWorkingMemory.Request(agent_id=agent), GetWorkingMemory.Response())
+    _answer(store_node, store_node.on_get_working, GetWorkingMemory.Request(agent_id=agent, max_traces=max_traces),
+            GetWorkingMemory.Response())
+
+
+def test_get_working_memory_returns_the_newest_traces_first_up_to_max_traces(store_node):
+    from brainmem_ros.srv import GetWorkingMemory
+
+    for i in range(3):
+        store_node.memory.observe("reader", f"note {i}: the cup is on the shelf")
+    ask = lambda n: [t.content[:6] for t in _answer(
+        store_node, store_node.on_get_working, GetWorkingMemory.Request(agent_id="reader", max_traces=n),
+        GetWorkingMemory.Response()).traces]
+    assert ask(2) == ["note 2", "note 1"]
+    assert ask(0) == ask(100) == ["note 2", "note 1", "note 0"]
 
 
 @PROPS

@@ -141,13 +141,19 @@ class StoreNode(Node):
             request.agent_id, request.success, request.detail, request.action, request.goal_id, list(request.entities))
 
     def on_get_working(self, request, response):
+        """Messages are built from a copy taken under the working-memory lock, not under it: a full
+        working memory is a few hundred messages, tens of ms of Python that ingest would wait on."""
         wm = self.memory.working_memory(request.agent_id)
         with self.memory.working.lock:
-            response.task_stack = [cv.goal_to_msg(g) for g in wm.stack]
-            response.temporary_goals = [cv.goal_to_msg(g) for g in wm.temporary_goals()]
-            response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]
-            response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
-            response.traces = [cv.entry_to_msg(trace_as_entry(t)) for t in reversed(wm.traces)]
+            wm = wm.view()
+        traces = list(reversed(wm.traces))
+        if request.max_traces:
+            traces = traces[: request.max_traces]
+        response.task_stack = [cv.goal_to_msg(g) for g in wm.stack]
+        response.temporary_goals = [cv.goal_to_msg(g) for g in wm.temporary_goals()]
+        response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]
+        response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
+        response.traces = [cv.entry_to_msg(trace_as_entry(t)) for t in traces]
 
     def _snapshot(self) -> None:
         try:
