@@ -36,7 +36,11 @@ def p(default, description: str, lo=None, hi=None, choices=None):
 class StoreSection:
     path: str = p("~/.ros/brainmem/memory.db", "SQLite file of long-term memory; the FAISS index lives beside it")
     exact_below: int = p(10000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0, 10**9)
-    hnsw_m: int = p(16, "HNSW graph degree", 4, 128)
+    hnsw_m: int = p(16, "HNSW graph degree of current graphs under hnsw_large_rows rows", 4, 128)
+    hnsw_large_m: int = p(24, "HNSW graph degree of current graphs of hnsw_large_rows rows or more (a graph that "
+                              "grows past that is rebuilt in the background with it)", 4, 128)
+    hnsw_large_rows: int = p(100000, "current graphs from this many rows are built with hnsw_large_m (0: never)",
+                             0, 10**9)
     hnsw_ef_construction: int = p(40, "HNSW build-time candidate list", 8, 1024)
     hnsw_ef_search: int = p(128, "HNSW query-time candidate list (recall against latency)", 8, 4096)
     hnsw_ef_reference_rows: int = p(40000, "graphs larger than this search with hnsw_ef_search scaled by "

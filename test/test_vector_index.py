@@ -166,11 +166,13 @@ def test_store_settings_reach_the_partitions(tmp_path):
 
     config = MemoryConfig().replace(**{"store.path": str(tmp_path / "m.db"), "store.regraph_share": 0.5,
                                        "store.hnsw_ef_reference_rows": 1234, "store.hnsw_history_m": 12,
-                                       "store.hnsw_history_ef_construction": 20})
+                                       "store.hnsw_history_ef_construction": 20, "store.hnsw_large_rows": 5000,
+                                       "store.hnsw_large_m": 32})
     memory = BrainMemory(config, embedder=HashingEmbedder())
     settings = memory.store.index_settings
     assert settings.regraph_share == 0.5 and settings.ef_reference_rows == 1234
     assert (settings.history_m, settings.history_ef_construction) == (12, 20)
+    assert (settings.large_rows, settings.large_m) == (5000, 32)
     memory.close()
 
 
@@ -229,6 +231,26 @@ def test_a_store_rebuilding_its_graphs_under_concurrent_writes_and_reads_stays_e
     assert {e.content.split()[-1] for e in store.entries_by_rowid([r for r, _ in current]).values()} == {"7"}
     assert store.integrity()["integrity_ok"]
     store.close()
+
+
+def test_a_current_graph_that_outgrows_its_degree_is_rebuilt_with_the_larger_one():
+    """Small graphs are built cheaply (M ``hnsw_m``); past ``large_rows`` a graph needs a higher degree to
+    keep its recall, so the indexer rebuilds it in the background, and answers stay exact meanwhile."""
+    settings = IndexSettings(dim=DIM, exact_below=100, hnsw_m=8, large_rows=300, large_m=16, hnsw_ef_search=512)
+    part = Partition(settings)
+    vectors = unit_vectors(500, 6)
+    part.add(np.arange(1, 201), vectors[:200], np.zeros(200))
+    settle(part)
+    assert part._current.m == 8 and not part.regraph_due()
+    part.add(np.arange(201, 501), vectors[200:], np.zeros(300))
+    settle(part)
+    assert part._current.m == 16 and part._current.count == 500 and not part.regraph_due()
+    for q in unit_vectors(20, 7):
+        exact = np.argsort(-(vectors @ q))[:10] + 1
+        assert part.search(q, 10)[0].tolist() == exact.tolist()
+    part.build_hnsw()  # a full build at start picks the degree by size as well
+    assert part._current.m == 16
+    assert IndexSettings(large_rows=0).m_for(10**7) == IndexSettings().hnsw_m
 
 
 def test_the_history_graph_is_built_with_its_own_lighter_settings():
