@@ -67,9 +67,10 @@ class IndexSettings:
     def ef_for(self, rows: int) -> int:
         """efSearch for a graph of ``rows``: ``hnsw_ef_search`` up to ``ef_reference_rows``, then growing
         as (rows / reference)^0.75. A fixed ef loses recall as the graph grows. Measured here, on the
-        filtered top 10 at 100k memories (a 34k-row current graph of M 24, efConstruction 64): ef 64 found 0.953 of the exact
-        top 10, 96 0.983, 128 0.997 at 0.24 ms p50, 256 1.000 at 0.43 ms. A 434k-row graph (1M
-        memories) needed 768 for 0.97 (256: 0.90); 128 at 40k rows grows to the same 768 there."""
+        filtered top 10 at 100k memories (a 34k-row current graph of M 24, efConstruction 64): ef 64
+        found 0.953 of the exact top 10, 96 0.983, 128 0.997 at 0.24 ms p50, 256 1.000 at 0.43 ms. A
+        434k-row graph (1M memories) needed 768 for 0.97 (256: 0.90); 128 at 40k rows grows to the same
+        768 there."""
         if rows <= self.ef_reference_rows or self.ef_reference_rows <= 0:
             return self.hnsw_ef_search
         return min(4096, round(self.hnsw_ef_search * (rows / self.ef_reference_rows) ** 0.75))

@@ -44,9 +44,9 @@ class StoreNode(Node):
         self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
         # Up to `concurrent_retrievals` readers (2 by default) and one writer at a time. A retrieval of a
         # new question spends most of its time in the model, outside the interpreter lock, so a second
-        # one runs its Python meanwhile; more would crowd two cores and starve the writes (ingest). Working-memory views get their
-        # own group: converting a few hundred traces to messages takes ~60 ms, which retrievals
-        # queued behind it used to wait out in full.
+        # one runs its Python meanwhile; more would crowd two cores and starve the writes (ingest).
+        # Working-memory views get their own group: converting a few hundred traces to messages takes
+        # tens of ms, which retrievals queued behind it used to wait out in full.
         reads = BoundedCallbackGroup(concurrent)
         writes, views = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
