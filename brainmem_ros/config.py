@@ -62,8 +62,9 @@ class EmbeddingSection:
                                    "reference's vectors) or torch (sentence-transformers, the reference); a store "
                                    "answers only the precision it was made with",
                       choices=BACKENDS)
-    threads: int = p(0, "CPU threads for the embedding model; 0 means up to 4", 0, 64)
-    batch_size: int = p(16, "texts per forward pass; a larger batch is split into length-sorted passes of this size", 1, 1024)
+    threads: int = p(0, "CPU threads for the embedding model (one pass each); 0 means up to 4", 0, 64)
+    batch_size: int = p(4, "texts per forward pass; a larger batch is split into length-sorted passes of "
+                           "this size, run side by side on the threads", 1, 1024)
 
 
 @dataclass(frozen=True)

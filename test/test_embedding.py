@@ -70,19 +70,32 @@ def test_an_unknown_backend_is_named_in_the_error():
 
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_a_single_text_gets_the_same_vector_on_its_own_thread(backend):
-    """One text goes through a one-thread session beside other calls (a retrieval's question), a
-    batch through the configured threads: the same text gets the same vector either way, and from
-    calls made at once from several threads. (The int8 graph scales its activations per batch, so
-    there a text embedded among others differs slightly from the text alone; the float graph does not.)"""
+    """One text runs on the caller's thread beside other calls (a retrieval's question): the same
+    text gets the same vector alone and from calls made at once from several threads. (The int8
+    graph scales its activations per pass, so there a text embedded among others differs slightly
+    from the text alone; the float graph does not.)"""
     from concurrent.futures import ThreadPoolExecutor
 
     embedder = MiniLMEmbedder(backend, threads=2)
-    assert embedder._single is not embedder._session
     alone = np.stack([embedder.embed([text])[0] for text in TEXTS])
-    on_the_batch_session = np.stack([embedder._embed_onnx([text], embedder._session)[0] for text in TEXTS])
-    assert np.array_equal(alone, on_the_batch_session)
     with ThreadPoolExecutor(4) as pool:
         together = np.stack([v[0] for v in pool.map(lambda t: embedder.embed([t]), TEXTS * 3)])
     assert np.array_equal(together, np.concatenate([alone] * 3))
     if backend == "onnx":
         assert np.abs(alone - embedder.embed(TEXTS)).max() < 1e-5
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_passes_run_side_by_side_give_each_text_its_own_vector(backend):
+    """A batch's passes run on several workers at once: every row gets the vector its own text gets
+    when the same passes run one after another, whatever order the texts came in."""
+    texts = TEXTS * 4 + [f"the {thing} is on the {place}" for thing in ("cup", "knife", "jam")
+                         for place in ("counter", "shelf", "table", "stove")]
+    side_by_side, one_worker = MiniLMEmbedder(backend, threads=2), MiniLMEmbedder(backend, threads=1)
+    assert len(side_by_side._sessions) == 2 and side_by_side._workers is not None
+    shuffled = [texts[i] for i in np.random.default_rng(3).permutation(len(texts))]
+    for batch in (texts, shuffled):
+        assert np.array_equal(side_by_side.embed(batch), one_worker.embed(batch))
+    if backend == "onnx":  # no per-pass scaling: a text's vector does not depend on its pass
+        by_text = dict(zip(texts, one_worker.embed(texts)))
+        assert np.abs(side_by_side.embed(shuffled) - np.stack([by_text[t] for t in shuffled])).max() < 1e-5
