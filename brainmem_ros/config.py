@@ -113,7 +113,8 @@ class RetrievalSection:
     max_top_k: int = p(50, "largest top_k a request may ask for", 1, 1000)
     min_relevance: float = p(0.3, "candidates less relevant than this are dropped however important", 0.0, 1.0)
     vector_candidates: int = p(16, "candidates from vector recall", 1, 10000)
-    lexical_candidates: int = p(10, "candidates from lexical (FTS5) recall", 0, 10000)
+    lexical_candidates: int = p(10, "candidates from lexical recall, in long-term memory (FTS5) and in working "
+                                    "memory (words in common) each", 0, 10000)
     lexical_max_df: float = p(0.002, "lexical recall uses only query words found in at most this share of the memories the caller sees, its own and the shared ones (rare words; common ones are vector recall's job)", 0.0, 1.0)
     graph_hops: int = p(2, "entity-graph hops from the query's and context's entities", 0, 2)
     graph_fanout: int = p(6, "entities followed per hop (most recently related first)", 1, 1000)

@@ -8,6 +8,12 @@ started here on a fresh store seeded with a few dozen kitchen memories, one proc
 ``ros2 launch`` starts them (``--one-process``: all in one, as plain ``brainmem-ros bringup``),
 unless ``--external`` says they already run.
 
+The measured window starts for every process at once: each client first connects and makes one
+untimed call, then waits at a barrier, and the observations start streaming when the last client is
+ready. Without it, the first clients called while the others were still importing rclpy (about a
+second of a core each), and those start-up calls (up to 330 ms, 44 of 4,807 over 50 ms in one run)
+were most of the slow calls and set the p99.
+
 The clients' response queue is deep on purpose: a service's responses reach every client of it,
 and under KEEP_LAST 10 (the ROS default for services) a client that the scheduler leaves waiting
 while ten other answers arrive loses its own; with eight busy clients on two cores that happened
@@ -48,6 +54,7 @@ PROBE_TRACES = 32
 
 RESEND_S = 2.0  # a client sends its request again after this long without an answer
 RESENDS = 2
+READY_TIMEOUT_S = 120.0  # for every client to connect and make its first call
 
 
 def _pct(values, q):
@@ -66,9 +73,22 @@ def _query(i: int, index: int, novel: bool) -> str:
         else question
 
 
-def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: bool = False) -> int:
+def _wait_for_start(go: Path, timeout: float) -> Optional[float]:
+    """The common start (a CLOCK_MONOTONIC time, the same in every process on the machine) once the
+    load generator has written it to ``go``; None if it does not come within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if go.exists():
+            return float(go.read_text())
+        time.sleep(0.01)
+    return None
+
+
+def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: bool = False,
+            go: Optional[Path] = None) -> int:
     """One client process: retrieve until time is up (``rate`` calls a second, 0: back to back),
-    write latencies and errors."""
+    write latencies and errors. With ``go``: connect, make one untimed call, write ``<out>.ready``
+    and start at the time the load generator writes to ``go``."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -86,10 +106,24 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
                      durability=DurabilityPolicy.VOLATILE)
     client = node.create_client(RetrieveMemory, "/retrieve_memory", qos_profile=qos)
     latencies, errors, resent, slow = [], [], [], []
+    started = None
     if not client.wait_for_service(timeout_sec=30.0):
         errors.append("/retrieve_memory not available")
-    else:
+    elif go is None:
         started = time.monotonic()
+    else:
+        first = client.call_async(RetrieveMemory.Request(agent_id="robot", query=_query(0, index, novel), top_k=5,
+                                                         include_working=True, context="make a sandwich"))
+        executor.spin_until_future_complete(first, timeout_sec=30.0)
+        if not first.done() or not first.result().success:
+            errors.append("the first (untimed) call was not answered" if not first.done() else first.result().message)
+        out.with_suffix(".ready").touch()
+        started = _wait_for_start(go, READY_TIMEOUT_S + 30.0)
+        if started is None:
+            errors.append("the load generator never gave the start")
+        else:
+            time.sleep(max(0.0, started - time.monotonic()))
+    if started is not None:
         end = started + seconds
         i = index
         next_call = started + ((index * 0.618) % 1.0 / rate if rate > 0 else 0.0)  # clients out of step
@@ -177,16 +211,26 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
         while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.05)
         outs = [folder / f"client{i}.json" for i in range(clients)]
+        go = folder / "go"
         children = [subprocess.Popen([sys.executable, "-m", "brainmem_ros.loadtest", "--worker", str(seconds),
-                                      str(out), str(i), str(client_rate), str(int(novel_queries))],
+                                      str(out), str(i), str(client_rate), str(int(novel_queries)), str(go)],
                                      start_new_session=True)
                     for i, out in enumerate(outs)]
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not all(out.with_suffix(".ready").exists() or child.poll() is not None
+                      for out, child in zip(outs, children)) and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        ready_at_start = sum(out.with_suffix(".ready").exists() for out in outs)
+        start = time.monotonic() + 0.2  # every waiting client sees the file before then
+        partial = go.with_suffix(".partial")
+        partial.write_text(repr(start))
+        partial.replace(go)
         pace = f"{client_rate:g} calls/s each" if client_rate > 0 else "back to back"
         nodes = "external nodes" if external else ("the memory nodes in one process" if one_process
                                                     else "one process per memory node")
         print(f"[loadtest] {clients} clients calling /retrieve_memory ({pace}) for {seconds:.0f} s, "
               f"{rate:.0f} observations/s streaming in; {nodes}", flush=True)
-        start = time.monotonic()
+        time.sleep(max(0.0, start - time.monotonic()))
         published, lags, missed, next_probe, probe, next_poll = 0, [], 0, start + 2.0, None, 0.0
         period = 1.0 / rate if rate > 0 else None
         next_obs = start
@@ -224,7 +268,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0, ex
             slow += data.get("slow", [])
         report = {
             "clients": clients, "seconds": seconds, "observations_per_s": rate, "client_rate": client_rate,
-            "novel_queries": novel_queries,
+            "novel_queries": novel_queries, "clients_ready_at_start": ready_at_start,
             "nodes": "external" if external else ("one process" if one_process else "one process per node"),
             "calls": len(latencies) + len(errors),
             "calls_per_s": (len(latencies) + len(errors)) / seconds, "errors": len(errors), "error_samples": errors[:5],
@@ -261,7 +305,8 @@ def describe(report: dict) -> str:
             f"{report['observations_per_s']:.0f} obs/s, {report.get('nodes', '')}: "
             f"{report['calls']} calls ({report['calls_per_s']:.0f}/s), {report['errors']} errors, "
             f"{report['resent_requests']} requests sent again after {RESEND_S:.0f} s without an answer, "
-            f"{report['calls_over_50ms']} calls over 50 ms\n"
+            f"{report['calls_over_50ms']} calls over 50 ms; "
+            f"{report.get('clients_ready_at_start', '-')} clients connected when the window started\n"
             f"/retrieve_memory p50 {f(report['retrieve_p50_ms'])} ms, p99 {f(report['retrieve_p99_ms'])} ms, "
             f"max {f(report['retrieve_max_ms'])} ms\n"
             f"ingest lag (observation published -> in working memory) p50 {f(report['ingest_lag_p50_ms'])} ms, "
@@ -270,8 +315,8 @@ def describe(report: dict) -> str:
             f"{report['observations_published']} observations published")
 
 
-if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX RATE NOVEL
-    if len(sys.argv) != 7 or sys.argv[1] != "--worker":
+if __name__ == "__main__":  # the client processes run this module: --worker SECONDS OUT INDEX RATE NOVEL GO
+    if len(sys.argv) != 8 or sys.argv[1] != "--worker":
         sys.exit("usage: brainmem-ros loadtest (this module's own entry is for its client processes)")
     sys.exit(_worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
-                     sys.argv[6] == "1"))
+                     sys.argv[6] == "1", Path(sys.argv[7])))

@@ -25,6 +25,7 @@ def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
     report = json.loads(report_path.read_text())
     assert report["nodes"] == "one process per node" and report["novel_queries"] is True
     assert report["errors"] == 0 and report["calls"] >= 20, report
+    assert report["clients_ready_at_start"] == 2, "the window must start with every client connected"
     assert report["retrieve_p50_ms"] <= report["retrieve_p99_ms"] <= report["retrieve_max_ms"]
     assert report["observations_published"] >= 40
     assert report["ingest_lag_samples"] >= 1 and report["ingest_lag_p50_ms"] > 0

@@ -105,6 +105,24 @@ def test_routes_lexical_graph_temporal_spatial_working(make_memory, hashing):
     assert "working" in routes("counter clean")["wipe the counter: The counter is clean."]
 
 
+def test_working_memory_lexical_recall_offers_the_best_matches_only(make_memory, hashing):
+    """A working memory full of one kind of observation shares a word with nearly every question:
+    lexical recall there offers ``lexical_candidates`` traces, most words in common first, then the
+    newest, as it does in long-term memory, instead of every trace that shares a word."""
+    memory = make_memory(hashing, **{"retrieval.lexical_candidates": 3, "retrieval.vector_candidates": 1,
+                                     "consolidation.every_n_traces": 0})
+    memory.observe("a", "the zyxoquat kettle is on the counter")
+    for i in range(40):
+        memory.observe("a", f"observation {i}: the mug is on the counter")
+    assert len(memory.working_memory("a").traces) == 41
+    result = memory.retrieve(RetrievalRequest("a", "zyxoquat kettle counter", zones=["working"], top_k=20))
+    lexical = [r.entry.content for r in result.recalls if "lexical" in r.routes]
+    assert "the zyxoquat kettle is on the counter" in lexical
+    assert len(lexical) == 3 and len(result.recalls) <= 4
+    assert {c for c in lexical if "mug" in c} == {"observation 39: the mug is on the counter",
+                                                   "observation 38: the mug is on the counter"}
+
+
 def test_a_time_range_is_applied_before_each_route_takes_its_best(make_memory, hashing):
     """A robot long in service asks about this episode only (``since``): the routes that rank the
     whole store must not fill their few candidates with the past and so lose what the range holds.
