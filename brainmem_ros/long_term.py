@@ -51,6 +51,9 @@ _TOKEN = re.compile(r"[^\W_]+")
 # column the query names, including those of the index's own WHERE.
 _CURRENT_RELATIONS_INDEX = ("CREATE INDEX relations_current ON relations(agent_id, subject, predicate, object,"
                             " zone, valid_from, entry, valid_to) WHERE valid_to IS NULL")
+_CURRENT_VALUE = ("SELECT id, entry, valid_from FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
+                  " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object {} ?")
+_OTHER_CURRENT_VALUES = f"{_CURRENT_VALUE.format('<')} UNION ALL {_CURRENT_VALUE.format('>')}"
 # WAL pages before SQLite copies them back into the database file. The default (1,000 pages, 4 MB)
 # is less than one commit of 1,000 entries, so every such commit also ran a checkpoint; pages that
 # several commits touch are now written back once (commit of 1,000 entries at 90-100k: 44 -> 22 ms).
@@ -587,11 +590,11 @@ class LongTermStore:
         ``closed_entries``. If one is newer, close nothing and return its (valid_from, entry id):
         ``entry``'s relation is then history the moment it arrives (an older observation replayed or
         delivered late must not overwrite what was seen after it). One indexed lookup; usually a
-        single current fact comes back."""
-        current = [row for row in conn.execute(
-            "SELECT id, entry, valid_from FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ?"
-            " AND valid_to IS NULL AND zone IN ('semantic', 'episodic') AND object != ?",
-            (entry.agent_id, rel.subject, rel.predicate, rel.object)) if row[0] not in closing]
+        single current fact comes back. The other values are asked for as two ranges around this one:
+        ``object != ?`` walked every current copy of the same value (a state seen open hundreds of
+        times), the ranges skip them (7 against 10 us a lookup at 100k)."""
+        key = (entry.agent_id, rel.subject, rel.predicate, rel.object)
+        current = [row for row in conn.execute(_OTHER_CURRENT_VALUES, key + key) if row[0] not in closing]
         if not current:
             return None
         newer = [(valid_from, entry_rowid) for _, entry_rowid, valid_from in current if valid_from > entry.created]

@@ -45,3 +45,30 @@ def test_novel_queries_are_never_asked_twice_and_the_default_ones_are_six():
 
     assert len({_query(i, client, True) for client in range(8) for i in range(3000)}) == 8 * 3000
     assert {_query(i, client, False) for client in range(8) for i in range(50)} == set(QUERIES)
+
+
+def test_a_teardown_that_hangs_is_given_up_on_and_one_that_finishes_is_not():
+    """Fast DDS can deadlock while deleting a data writer (eProsima/Fast-DDS#6502): a finished load
+    test must still report and return instead of waiting on it forever."""
+    import threading
+
+    from brainmem_ros.loadtest import _torn_down
+
+    class Node:
+        def __init__(self, hangs):
+            self.hangs, self.destroyed = hangs, threading.Event()
+
+        def destroy_node(self):
+            if self.hangs:
+                threading.Event().wait()
+            self.destroyed.set()
+
+    class Rclpy:
+        shut_down = False
+
+        def shutdown(self):
+            Rclpy.shut_down = True
+
+    assert _torn_down(Node(hangs=False), Rclpy(), timeout=5.0) and Rclpy.shut_down
+    hanging = Node(hangs=True)
+    assert not _torn_down(hanging, Rclpy(), timeout=0.2) and not hanging.destroyed.is_set()
