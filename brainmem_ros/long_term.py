@@ -529,7 +529,7 @@ class LongTermStore:
                              e.created, e.last_access, e.access_count, e.source, float(e.confidence), e.location,
                              pos.x if pos else None, pos.y if pos else None, pos.z if pos else None,
                              int(e.superseded), int(e.warning), e.strength, e.goal_key))
-                edges += [(name, rowid) for name in dict.fromkeys(e.entities)]
+                edges += [(rowid, name) for name in dict.fromkeys(e.entities)]
                 derived += [(rowid, source) for source in e.derived_from]
                 added.append((rowid, e))
             conn.executemany(
@@ -539,7 +539,7 @@ class LongTermStore:
             if not self._fts_insert_trigger:
                 conn.execute("INSERT INTO entries_fts (rowid, content, entity_text) SELECT key, content, entity_text"
                              " FROM entries WHERE key BETWEEN ? AND ?", (first, first + len(rows) - 1))
-            conn.executemany("INSERT OR IGNORE INTO entry_entities (entity, entry) VALUES (?, ?)", sorted(edges))
+            conn.executemany("INSERT OR IGNORE INTO entry_entities VALUES (?, ?)", edges)
             conn.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?)", derived)
             insert_relations = ("INSERT INTO relations (entry, agent_id, shared, zone, subject, predicate, object,"
                                 " valid_from, valid_to, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?)")
