@@ -108,14 +108,18 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
                      durability=DurabilityPolicy.VOLATILE)
     client = node.create_client(RetrieveMemory, "/retrieve_memory", qos_profile=qos)
     latencies, errors, resent, slow = [], [], [], []
+
+    def ask(i: int) -> RetrieveMemory.Request:  # the untimed first call is the same kind of request
+        return RetrieveMemory.Request(agent_id="robot", query=_query(i, index, novel), top_k=5, include_working=True,
+                                      context="make a sandwich")
+
     started = None
     if not client.wait_for_service(timeout_sec=30.0):
         errors.append("/retrieve_memory not available")
     elif go is None:
         started = time.monotonic()
     else:
-        first = client.call_async(RetrieveMemory.Request(agent_id="robot", query=_query(0, index, novel), top_k=5,
-                                                         include_working=True, context="make a sandwich"))
+        first = client.call_async(ask(0))
         executor.spin_until_future_complete(first, timeout_sec=30.0)
         if not first.done() or not first.result().success:
             errors.append("the first (untimed) call was not answered" if not first.done() else first.result().message)
@@ -136,8 +140,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
                     time.sleep(pause)
                 next_call = max(next_call + 1.0 / rate, time.monotonic() - 1.0 / rate)
             i += 1
-            request = RetrieveMemory.Request(agent_id="robot", query=_query(i, index, novel), top_k=5,
-                                             include_working=True, context="make a sandwich")
+            request = ask(i)
             t0 = time.perf_counter()
             answer = None
             # A request or its response can be lost between DDS participants under many concurrent
