@@ -52,6 +52,9 @@ class StoreSection:
                                    "its rows is superseded or deleted", 0.01, 1.0)
     synchronous: str = p("FULL", "SQLite synchronous mode: FULL survives power cuts, NORMAL only process crashes",
                          choices=("FULL", "NORMAL"))
+    embedding_precision: str = p("float16", "how embeddings are stored in SQLite: float16 halves the bytes written "
+                                            "and read (its rounding is far below the int8 model's own noise); "
+                                            "float32 keeps a caller's vectors bit for bit", choices=("float16", "float32"))
     index_save_every: int = p(5000, "write the FAISS index to disk after this many changes (0: only at close)", 0, 10**9)
 
 

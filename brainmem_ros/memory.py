@@ -46,7 +46,8 @@ class BrainMemory:
             index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search,
                                 s.regraph_share, s.hnsw_ef_reference_rows, s.hnsw_history_m,
                                 s.hnsw_history_ef_construction, s.hnsw_large_rows, s.hnsw_large_m),
-            synchronous=s.synchronous, index_save_every=s.index_save_every, model_name=self.embedder.name)
+            synchronous=s.synchronous, index_save_every=s.index_save_every, model_name=self.embedder.name,
+            embedding_precision=s.embedding_precision)
         self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities, self.config.encoding.places)
         snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"
         self.working = WorkingMemory(self.config.working, Path(snapshot).expanduser())

@@ -423,3 +423,52 @@ def test_new_ids_sort_in_the_order_they_were_made_and_never_repeat():
     assert len(set(first)) == 10000 and all(later > i for i in first)
     assert first[0].startswith("epi-") and len(first[0]) == len("epi-") + 11 + 16
 
+
+
+def test_embeddings_are_stored_as_float16_and_searched_as_stored(tmp_path):
+    """The default stores half the bytes; the partitions hold the vectors as they read back, so a
+    reopened store answers exactly as before (test_closed_and_reopened_store_answers_exactly_as_before)."""
+    store = LongTermStore(tmp_path / "m.db")
+    texts = ["the butter is in the fridge", "a knife lies on the counter"]
+    ids = store.add([entry(t) for t in texts])
+    blobs = [r[0] for r in sqlite3.connect(tmp_path / "m.db").execute("SELECT embedding FROM entries ORDER BY key")]
+    assert [len(b) for b in blobs] == [384 * 2] * 2
+    original = EMB.embed(texts)
+    for got, sent, blob in zip(store.get(ids), original, blobs):
+        assert np.array_equal(got.embedding, np.frombuffer(blob, dtype=np.float16).astype(np.float32))
+        assert np.allclose(got.embedding, sent, rtol=1e-3, atol=1e-4) and not np.array_equal(got.embedding, sent)
+    store.close()
+
+
+def test_float32_precision_keeps_vectors_bit_for_bit_and_either_store_reads_the_other(tmp_path):
+    exact = LongTermStore(tmp_path / "m.db", embedding_precision="float32")
+    first = exact.add([entry("the butter is in the fridge")])
+    assert np.array_equal(exact.get(first)[0].embedding, EMB.embed(["the butter is in the fridge"])[0])
+    exact.close()
+    mixed = LongTermStore(tmp_path / "m.db")  # float16 from here on; the float32 row stays as it was
+    second = mixed.add([entry("a knife lies on the counter")])
+    lengths = sorted(len(r[0]) for r in sqlite3.connect(tmp_path / "m.db").execute("SELECT embedding FROM entries"))
+    assert lengths == [384 * 2, 384 * 4]
+    before = [mixed.get(first)[0].embedding, mixed.get(second)[0].embedding, answers(mixed)]
+    mixed.close()
+    again = LongTermStore(tmp_path / "m.db", embedding_precision="float32")
+    after = [again.get(first)[0].embedding, again.get(second)[0].embedding, answers(again)]
+    assert np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]) and before[2] == after[2]
+    again.close()
+
+
+def test_a_vector_beyond_float16_range_is_kept_as_float32(tmp_path):
+    store = LongTermStore(tmp_path / "m.db")
+    big = np.full(384, 1e-3, dtype=np.float32)
+    big[5] = 1e6  # float16 would make it infinite
+    ids = store.add([Entry(agent_id="a", zone=Zone.EPISODIC, content="an odd vector", embedding=big)])
+    assert np.array_equal(store.get(ids)[0].embedding, big)
+    store.close()
+    again = LongTermStore(tmp_path / "m.db")
+    assert np.array_equal(again.get(ids)[0].embedding, big)
+    again.close()
+
+
+def test_an_unknown_embedding_precision_is_refused(tmp_path):
+    with pytest.raises(InvalidRequest, match="embedding_precision"):
+        LongTermStore(tmp_path / "m.db", embedding_precision="int4")
