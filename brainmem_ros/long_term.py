@@ -675,15 +675,21 @@ class LongTermStore:
             check_unit(e.importance, "importance")
             check_unit(e.confidence, "confidence")
             check_position(e.position)
+        if not entries:
+            return np.zeros((0, self.dim), dtype=np.float32)
         try:
             vectors = np.array([e.embedding for e in entries], dtype=np.float32)
         except (TypeError, ValueError):
             vectors = None
         if vectors is None or vectors.shape != (len(entries), self.dim):
             for e in entries:
-                vector = np.asarray(e.embedding, dtype=np.float32)
+                try:
+                    vector = np.asarray(e.embedding, dtype=np.float32)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidRequest(f"embedding must be {self.dim} numbers: {exc}") from exc
                 if vector.shape != (self.dim,):
-                    raise InvalidRequest(f"embedding must have {self.dim} components, got {vector.size}")
+                    got = vector.size if vector.ndim == 1 else f"an array of shape {vector.shape}"
+                    raise InvalidRequest(f"embedding must have {self.dim} components, got {got}")
             raise InvalidRequest(f"embeddings must be {self.dim} numbers each")
         if not np.isfinite(vectors).all():
             raise InvalidRequest("embedding contains NaN or infinite values")

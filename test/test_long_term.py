@@ -193,6 +193,8 @@ def test_deletion_by_id_and_by_entity_leaves_no_debris(tmp_path):
 @pytest.mark.parametrize("bad, fragment", [
     (dict(embedding=np.full(384, np.nan, dtype=np.float32)), "NaN"),
     (dict(embedding=np.ones(12, dtype=np.float32)), "384 components"),
+    (dict(embedding=np.ones((2, 192), dtype=np.float32)), "shape \\(2, 192\\)"),
+    (dict(embedding=["a"] * 384), "384 numbers"),
     (dict(importance=1.5), "importance"),
     (dict(confidence=float("nan")), "confidence"),
     (dict(zone=Zone.WORKING), "long-term zone"),
