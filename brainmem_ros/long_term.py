@@ -727,8 +727,8 @@ class LongTermStore:
         if embedding is not None:
             key = self._where.get(row[0])
             part = self._partitions.get(key) if key else None
-            if part is not None and part.hnsw is None:
-                part._vectors[part.position[row[0]]] = embedding
+            if part is not None:
+                part.set_vector(row[0], embedding)
 
     def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
         if not entry_ids:

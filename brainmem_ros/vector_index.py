@@ -237,6 +237,15 @@ class Partition:
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
 
+    def set_vector(self, rowid: int, vector: np.ndarray) -> None:
+        """A row's new embedding, for exact search and scoring. A graph that holds the row keeps the
+        vector it was inserted with until it is next rebuilt, as its saved copy does across a
+        restart, so the store answers the same before and after one."""
+        with self._rows_lock:
+            pos = self.position.get(rowid)
+            if pos is not None:
+                self._vectors[pos] = vector
+
     def set_hidden(self, rowid: int, hidden: bool) -> None:
         with self._rows_lock:
             pos = self.position.get(rowid)

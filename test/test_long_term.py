@@ -474,3 +474,23 @@ def test_a_vector_beyond_float16_range_is_kept_as_float32(tmp_path):
 def test_an_unknown_embedding_precision_is_refused(tmp_path):
     with pytest.raises(InvalidRequest, match="embedding_precision"):
         LongTermStore(tmp_path / "m.db", embedding_precision="int4")
+
+
+def test_a_new_embedding_given_to_a_memory_in_a_graph_survives_a_restart_unchanged(tmp_path):
+    """strengthen() with a new vector (a repeated procedure whose text changed): the scoring uses
+    the vector SQLite holds, before a restart as after it, also in a partition with a graph."""
+    settings = IndexSettings(exact_below=50)
+    store = LongTermStore(tmp_path / "m.db", index=settings)
+    ids = fill(store)
+    assert store.wait_indexed(timeout=30) and store._partitions[("a", "episodic")].hnsw is not None
+    fresh = EMB.embed(["the item 3 is now kept in the blue box by the window"])[0]
+    store.strengthen(ids[3], 0.9, embedding=fresh)
+    rowid = store.rowid_of(ids[3])
+    before = (store.scoring_inputs([rowid])[1][0].copy(), answers(store))
+    assert np.allclose(before[0], fresh, rtol=1e-3, atol=1e-4)
+    store.close()
+    again = LongTermStore(tmp_path / "m.db", index=settings)
+    assert again.rebuilt_partitions == []
+    after = (again.scoring_inputs([rowid])[1][0], answers(again))
+    assert np.array_equal(before[0], after[0]) and before[1] == after[1]
+    again.close()
