@@ -143,3 +143,18 @@ def test_kitchen_sim_node_refuses_an_unknown_environment():
     node = Child(["-m", "brainmem_ros.nodes.kitchen_sim_node", "--ros-args", "-p", "env:=moon"], cwd=REPO)
     node.proc.wait(timeout=60)
     assert node.stop() == 1 and "env must be kitchen or cookingworld" in node.output()
+
+
+def test_over_ros_a_start_that_fails_leaves_no_node_running_and_says_why(tmp_path):
+    """The memory nodes refuse the deliberately broken config: the kitchen started beside them is
+    stopped too (left running, it answered the next run's /kitchen/step over DDS), and the error
+    carries the nodes' own words."""
+    from brainmem_ros.evaluation.via_ros import NodeProcesses
+
+    settings = EvalSettings(env="kitchen", seeds=[0], config_path=str(REPO / "config" / "broken.yaml"))
+    nodes = NodeProcesses(settings, tmp_path)
+    with pytest.raises(RuntimeError, match="did not start") as refused:
+        with nodes:
+            pass
+    assert "retrieval.top_k=-3 is outside" in str(refused.value)
+    assert nodes.children and all(child.poll() is not None for child in nodes.children)

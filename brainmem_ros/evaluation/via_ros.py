@@ -59,7 +59,12 @@ class NodeProcesses:
         deadline = time.monotonic() + 120.0
         while not ready.exists():
             if time.monotonic() > deadline or any(c.poll() is not None for c in self.children):
-                raise RuntimeError("the memory nodes or the kitchen did not start; see the log above")
+                # __exit__ is not called when __enter__ raises: stop what did start, or it would live
+                # on and answer the next run's requests over DDS.
+                self.__exit__(None, None, None)
+                tails = "\n".join(f"--- {name}.log:\n" + "".join((self.folder / f"{name}.log").read_text(
+                    errors="replace").splitlines(keepends=True)[-15:]) for name in ("memory", "kitchen"))
+                raise RuntimeError(f"the memory nodes or the kitchen did not start:\n{tails}")
             time.sleep(0.2)
         return self
 
