@@ -54,7 +54,8 @@ class StoreSection:
                          choices=("FULL", "NORMAL"))
     embedding_precision: str = p("float16", "how embeddings are stored in SQLite: float16 halves the bytes written "
                                             "and read (its rounding is far below the int8 model's own noise); "
-                                            "float32 keeps a caller's vectors bit for bit", choices=("float16", "float32"))
+                                            "float32 keeps a caller's vectors bit for bit",
+                                 choices=("float16", "float32"))
     index_save_every: int = p(5000, "write the FAISS index to disk after this many changes (0: only at close)", 0, 10**9)
 
 

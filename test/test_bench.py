@@ -5,14 +5,15 @@ import numpy as np
 
 import pytest
 
-from brainmem_ros.bench.core import format_table, run_bench
-from brainmem_ros.bench.corpus import cached_embeddings, make_corpus
+from brainmem_ros.bench.core import FIRST_QUESTIONS, format_table, run_bench
+from brainmem_ros.bench.corpus import cached_embeddings, make_corpus, make_questions
 from brainmem_ros.bench.peers import format_peer_table
 
 pytestmark = pytest.mark.model
 
 KEYS = {"retrieve_p50_ms", "retrieve_p99_ms", "retrieve_no_embed_p99_ms", "recall_at_10", "ingest_per_s",
-        "ingest_preembedded_per_s", "forget_pass_s", "bytes_per_entry"}
+        "ingest_preembedded_per_s", "forget_pass_s", "bytes_per_entry", "retrieve_first_ms",
+        "retrieve_no_embed_first_ms"}
 
 
 def test_corpus_is_deterministic_with_overlapping_entities():
@@ -30,6 +31,7 @@ def test_bench_reports_every_key(minilm, tmp_path):
     assert figures["recall_at_10"] == 1.0  # exact search at this size
     assert all(figures[k] > 0 for k in KEYS)
     assert "recall@10" in format_table(report)
+    assert not set(FIRST_QUESTIONS) & set(make_questions(200)), "the first calls are none of the measured questions"
     assert list((tmp_path / "cache").glob("emb-300-*.npy")), "embeddings are cached on disk"
 
 
