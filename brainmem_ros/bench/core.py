@@ -114,7 +114,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         # which would bill the pipeline-only figure for the model's idle time if the calls alternated.
         # Each opens with a question outside the measured set, timed on its own: the first retrieval
         # of a process pays once for what later ones find ready (SQLite pages, expressions compiled on
-        # first use, the model's first run), 1-1.5 ms more than the p50 here, and the percentiles
+        # first use, the model's first run), about 1 ms more than the p50 at 100k, and the percentiles
         # describe the calls a planner makes all day.
         with_embed, without_embed = [], []
         requests = [RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False) for q in queries]
