@@ -417,7 +417,8 @@ class LongTermStore:
             return np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), self.dim).astype(np.float32)
         if not any(len(b) == half for b in blobs):
             return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), self.dim).copy()
-        return np.stack([self._decode_vectors([b])[0] for b in blobs])
+        return np.stack([np.frombuffer(b, dtype=np.float16 if len(b) == half else np.float32) for b in blobs]
+                        ).astype(np.float32)
 
     def _index_add(self, rows: list[tuple[int, Entry]], vectors: np.ndarray) -> None:
         """``vectors[i]``: the embedding of ``rows[i]``."""
@@ -682,14 +683,8 @@ class LongTermStore:
         except (TypeError, ValueError):
             vectors = None
         if vectors is None or vectors.shape != (len(entries), self.dim):
-            for e in entries:
-                try:
-                    vector = np.asarray(e.embedding, dtype=np.float32)
-                except (TypeError, ValueError) as exc:
-                    raise InvalidRequest(f"embedding must be {self.dim} numbers: {exc}") from exc
-                if vector.shape != (self.dim,):
-                    got = vector.size if vector.ndim == 1 else f"an array of shape {vector.shape}"
-                    raise InvalidRequest(f"embedding must have {self.dim} components, got {got}")
+            for e in entries:  # the one that does not fit, named
+                check_embedding(e.embedding, self.dim)
             raise InvalidRequest(f"embeddings must be {self.dim} numbers each")
         if not np.isfinite(vectors).all():
             raise InvalidRequest("embedding contains NaN or infinite values")

@@ -47,9 +47,13 @@ def check_position(position: Optional[Sequence[float]]) -> None:
 
 
 def check_embedding(embedding, dim: int) -> np.ndarray:
-    vector = np.asarray(embedding, dtype=np.float32)
+    try:
+        vector = np.asarray(embedding, dtype=np.float32)
+    except (TypeError, ValueError) as exc:  # text, ragged lists: numpy's own error is no answer
+        raise InvalidRequest(f"embedding must be {dim} numbers: {exc}") from exc
     if vector.shape != (dim,):
-        raise InvalidRequest(f"embedding must have {dim} components, got {vector.size}")
+        got = vector.size if vector.ndim == 1 else f"an array of shape {vector.shape}"
+        raise InvalidRequest(f"embedding must have {dim} components, got {got}")
     if not np.all(np.isfinite(vector)):
         raise InvalidRequest("embedding contains NaN or infinite values")
     return vector
