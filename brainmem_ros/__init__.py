@@ -15,15 +15,27 @@ __path__ = extend_path(__path__, __name__)
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "BrainMemory": "memory",
-    "MemoryConfig": "config", "ConfigError": "config",
-    "RetrievalRequest": "retrieval", "RetrievalResult": "retrieval",
-    "Event": "encoding",
-    "Entry": "trace", "Trace": "trace", "Recall": "trace", "Zone": "trace", "Relation": "trace",
-    "Position": "trace", "Goal": "trace", "GoalStatus": "trace", "TraceKind": "trace",
-    "BrainMemError": "errors", "InvalidRequest": "errors", "StoreUnavailable": "errors",
-    "EmbedderUnavailable": "errors",
-    "MiniLMEmbedder": "embedding", "HashingEmbedder": "embedding",
+    "BrainMemory": "core.memory",
+    "MemoryConfig": "core.config",
+    "ConfigError": "core.config",
+    "RetrievalRequest": "core.retrieval",
+    "RetrievalResult": "core.retrieval",
+    "Event": "core.encoding",
+    "Entry": "core.trace",
+    "Trace": "core.trace",
+    "Recall": "core.trace",
+    "Zone": "core.trace",
+    "Relation": "core.trace",
+    "Position": "core.trace",
+    "Goal": "core.trace",
+    "GoalStatus": "core.trace",
+    "TraceKind": "core.trace",
+    "BrainMemError": "core.errors",
+    "InvalidRequest": "core.errors",
+    "StoreUnavailable": "core.errors",
+    "EmbedderUnavailable": "core.errors",
+    "MiniLMEmbedder": "core.embedding",
+    "HashingEmbedder": "core.embedding",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

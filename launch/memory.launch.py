@@ -1,6 +1,7 @@
 """Start the brainmem_ros memory nodes: store_node, encoder_node, consolidation_node.
 
-    ros2 launch brainmem_ros memory.launch.py [config:=FILE] [store:=PATH] [namespace:=NS] [log_level:=info]
+    ros2 launch brainmem_ros memory.launch.py [config:=FILE] [store:=PATH] [namespace:=NS]
+                                              [log_level:=info]
                                               [demo:=true]
 
 With ``demo:=true`` the kitchen (kitchen_sim_node) and a scripted planner_node join them and play a
@@ -29,16 +30,21 @@ def _nodes(context):
         Node(package="brainmem_ros", executable=name, name=name,
              namespace=LaunchConfiguration("namespace"), output="screen",
              parameters=[config, overrides] if overrides else [config],
-             arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")])
-        for name in NODES
+             arguments=["--ros-args", "--log-level",
+                        LaunchConfiguration("log_level")]) for name in NODES
     ]
     if LaunchConfiguration("demo").perform(context).lower() in ("true", "1", "yes"):
         nodes += [
             Node(package="brainmem_ros", executable="kitchen_sim_node", name="kitchen_sim_node",
-                 namespace=LaunchConfiguration("namespace"), output="screen", parameters=[{"interruptions": True}]),
+                 namespace=LaunchConfiguration("namespace"), output="screen", parameters=[{
+                     "interruptions": True
+                 }]),
             Node(package="brainmem_ros", executable="planner_node", name="planner_node",
-                 namespace=LaunchConfiguration("namespace"), output="screen",
-                 parameters=[{"backend": "scripted", "condition": "brainmem", "seeds": "0-2"}]),
+                 namespace=LaunchConfiguration("namespace"), output="screen", parameters=[{
+                     "backend": "scripted",
+                     "condition": "brainmem",
+                     "seeds": "0-2"
+                 }]),
         ]
     return nodes
 
@@ -48,11 +54,15 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("config", default_value=os.path.join(share, "config", "memory.yaml"),
                               description="parameter file read by every memory node"),
-        DeclareLaunchArgument("store", default_value="",
-                              description="SQLite file of long-term memory (empty: store.path from the config)"),
-        DeclareLaunchArgument("namespace", default_value="", description="namespace for the memory nodes"),
+        DeclareLaunchArgument(
+            "store", default_value="",
+            description="SQLite file of long-term memory (empty: store.path from the config)"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="namespace for the memory nodes"),
         DeclareLaunchArgument("log_level", default_value="info", description="ROS log level"),
-        DeclareLaunchArgument("demo", default_value="false",
-                              description="also start kitchen_sim_node and a scripted planner_node (kitchen episodes)"),
+        DeclareLaunchArgument(
+            "demo", default_value="false",
+            description="also start kitchen_sim_node and a scripted planner_node (kitchen episodes)"
+        ),
         OpaqueFunction(function=_nodes),
     ])

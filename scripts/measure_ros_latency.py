@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An independent rclpy client of a running memory system (`brainmem-ros bringup --store PATH`):
+"""An independent rclpy client of a running memory system: latency and ingest rate.
+
 /retrieve_memory latency over N calls with a few dozen memories, and the ingest rate through
 encoder_node. Uses only the package's message and service types, nothing of its Python code.
 
@@ -17,16 +18,16 @@ import time
 import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from brainmem_ros.nodes import names
+from brainmem_ros.core.latency import percentile
 from brainmem_ros.msg import Observation
 from brainmem_ros.srv import RetrieveMemory
 
-OBJECTS = ["butter", "milk", "knife", "plate", "mug", "bread", "tomato", "lettuce", "sponge", "kettle", "jam", "cheese"]
+OBJECTS = [
+    "butter", "milk", "knife", "plate", "mug", "bread", "tomato", "lettuce", "sponge", "kettle",
+    "jam", "cheese"
+]
 PLACES = ["fridge", "cupboard", "drawer", "counter", "table", "shelf"]
-
-
-def percentile(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
 def main() -> int:
@@ -40,9 +41,10 @@ def main() -> int:
 
     rclpy.init()
     node = rclpy.create_node("latency_client")
-    qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-    pub = node.create_publisher(Observation, "/brainmem/observation", qos)
-    client = node.create_client(RetrieveMemory, "/retrieve_memory")
+    qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.VOLATILE)
+    pub = node.create_publisher(Observation, names.OBSERVATION, qos)
+    client = node.create_client(RetrieveMemory, names.RETRIEVE_MEMORY)
     if not client.wait_for_service(timeout_sec=60.0):
         print("no /retrieve_memory: start `brainmem-ros bringup` first", file=sys.stderr)
         return 1
@@ -52,7 +54,8 @@ def main() -> int:
 
     def call(query, **kw):
         t0 = time.perf_counter()
-        future = client.call_async(RetrieveMemory.Request(agent_id=args.agent, query=query, top_k=5, **kw))
+        future = client.call_async(
+            RetrieveMemory.Request(agent_id=args.agent, query=query, top_k=5, **kw))
         rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
         return future.result(), (time.perf_counter() - t0) * 1000
 
@@ -78,9 +81,10 @@ def main() -> int:
 
     latencies, failures = [], 0
     for i in range(args.calls):
-        # Every query is new (embedded by the store); the context, the goal, repeats as in a planning loop.
-        answer, ms = call(f"step {i}: where is the {OBJECTS[i % len(OBJECTS)]}?", include_working=True,
-                          context="make a sandwich")
+        # Every query is new (embedded by the store); the context, the goal, repeats as in a
+        # planning loop.
+        answer, ms = call(f"step {i}: where is the {OBJECTS[i % len(OBJECTS)]}?",
+                          include_working=True, context="make a sandwich")
         failures += 0 if answer and answer.success else 1
         latencies.append(ms)
 
@@ -92,10 +96,18 @@ def main() -> int:
     ok = wait_for(marker, timeout=120)
     ingest_s = time.perf_counter() - t0
 
-    report = {"agent": args.agent, "memories": args.memories + 1, "calls": args.calls, "failures": failures,
-              "retrieve_p50_ms": statistics.median(latencies), "retrieve_p99_ms": percentile(latencies, 99),
-              "retrieve_max_ms": max(latencies), "ingest_messages": args.ingest, "ingest_complete": ok,
-              "ingest_per_s": args.ingest / ingest_s}
+    report = {
+        "agent": args.agent,
+        "memories": args.memories + 1,
+        "calls": args.calls,
+        "failures": failures,
+        "retrieve_p50_ms": statistics.median(latencies),
+        "retrieve_p99_ms": percentile(latencies, 99),
+        "retrieve_max_ms": max(latencies),
+        "ingest_messages": args.ingest,
+        "ingest_complete": ok,
+        "ingest_per_s": args.ingest / ingest_s
+    }
     print(json.dumps(report, indent=2))
     if args.json:
         with open(args.json, "w") as fh:

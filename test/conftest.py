@@ -1,4 +1,13 @@
-"""Shared test setup.
+"""Shared test setup, and the tiers.
+
+Tests live in one folder per tier, and the folder gives each test its markers, so a slow test
+cannot land in the fast tier by accident:
+
+  unit/    the core and the tools without ROS and without the embedding model (``make test-fast``)
+  model/   the real all-MiniLM-L6-v2 model, no DDS
+  ros/     nodes and interfaces over real DDS between processes
+  launch/  launch_testing (needs the ROS 2 launch stack; skipped where it is not installed)
+  system/  end to end: crash safety, faults, load, benchmark, evaluations
 
 DDS traffic of one test run is kept apart from any other on the machine: a domain id derived from
 the process id, discovery limited to this host. Subprocesses inherit both through the environment.
@@ -10,6 +19,13 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+TIERS = {
+    "unit": ("unit", ),
+    "model": ("model", ),
+    "ros": ("ros", ),
+    "launch": ("ros", "launch_test"),
+    "system": ("system", "slow")
+}
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
@@ -19,6 +35,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its folder's tier; a test outside the tier folders is an error."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        tier = path.relative_to(REPO_ROOT / "test").parts[0] if path.is_relative_to(REPO_ROOT /
+                                                                                    "test") else ""
+        if tier not in TIERS:
+            raise pytest.UsageError(
+                f"{path} is outside the test tiers ({', '.join(TIERS)}): move it into one")
+        for marker in TIERS[tier]:
+            item.add_marker(marker)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
@@ -26,15 +55,22 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm():
-    """The real all-MiniLM-L6-v2 (ONNX backend), loaded once per test session."""
-    from brainmem_ros.embedding import MiniLMEmbedder
+    """Measure the memory core at each store size and write the report.
+
+    The real all-MiniLM-L6-v2 (ONNX backend), loaded once per test session.
+    """
+    from brainmem_ros.core.embedding import MiniLMEmbedder
 
     return MiniLMEmbedder("onnx")
 
 
 @pytest.fixture
 def hashing():
-    from brainmem_ros.embedding import HashingEmbedder
+    """Embed each distinct text of a corpus once, from a cache on disk when it holds them.
+
+    The hashing stand-in embedder: deterministic, no meaning; for plumbing and rules only.
+    """
+    from brainmem_ros.core.embedding import HashingEmbedder
 
     return HashingEmbedder()
 
@@ -42,18 +78,21 @@ def hashing():
 @pytest.fixture
 def make_memory(tmp_path):
     """Build BrainMemory instances on a temporary store; closes them all at the end."""
-    from brainmem_ros.config import MemoryConfig
-    from brainmem_ros.memory import BrainMemory
+    from brainmem_ros.core.config import MemoryConfig
+    from brainmem_ros.core.memory import BrainMemory
 
     made = []
 
     def make(embedder, path=None, **flat):
-        config = MemoryConfig().replace(**{"store.path": str(path or tmp_path / "memory.db"), **flat})
+        config = MemoryConfig().replace(**{
+            "store.path": str(path or tmp_path / "memory.db"),
+            **flat
+        })
         memory = BrainMemory(config, embedder=embedder)
         made.append(memory)
         return memory
 
     yield make
     for memory in made:
-        if memory.store._conn is not None:
+        if memory.store._db.conn is not None:
             memory.close()

@@ -1,25 +1,31 @@
-"""A test-only environment behind the EnvStep service: "fetch the milk" in two steps. It exists to
-drive planner_node over DDS in tests; the kitchen simulator of the evaluation work replaces it."""
+"""A test-only environment behind the EnvStep service: "fetch the milk" in two steps.
+
+It exists to drive planner_node over DDS in tests; the kitchen simulator of the evaluation work
+replaces it.
+"""
 import sys
 from pathlib import Path
 
 from rclpy.node import Node
 
+from brainmem_ros.nodes import names
 from brainmem_ros.srv import EnvStep
 
 STATES = {
     "start": ("You are in the kitchen. The fridge is closed.", ["open fridge", "look"]),
-    "open": ("You open the fridge. The milk is in the fridge.", ["take milk from fridge", "close fridge"]),
+    "open": ("You open the fridge. The milk is in the fridge.",
+             ["take milk from fridge", "close fridge"]),
     "done": ("You take the milk from the fridge. Task complete.", []),
 }
 MOVES = {("start", "open fridge"): "open", ("open", "take milk from fridge"): "done"}
 
 
 class TinyEnvironment(Node):
+
     def __init__(self):
         super().__init__("tiny_environment")
         self.state = "start"
-        self.create_service(EnvStep, "/kitchen/step", self.on_step)
+        self.create_service(EnvStep, names.KITCHEN_STEP, self.on_step)
 
     def on_step(self, request, response):
         if request.reset:

@@ -1,6 +1,9 @@
-"""A FAKE OpenAI-compatible chat server for plumbing tests. It is not a language model: it answers
-with the first valid action listed in the prompt (or a scripted failure). Nothing it produces is a
-planning result; it only proves that requests, retries, timeouts and parsing work."""
+"""A FAKE OpenAI-compatible chat server for plumbing tests.
+
+It is not a language model: it answers with the first valid action listed in the prompt (or a
+scripted failure). Nothing it produces is a planning result; it only proves that requests, retries,
+timeouts and parsing work.
+"""
 from __future__ import annotations
 
 import json
@@ -10,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeChatServer:
+
     def __init__(self, fail_first: int = 0, reply: str | None = None):
         self.fail_first = fail_first
         self.reply = reply
@@ -17,6 +21,7 @@ class FakeChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+
             def do_POST(self):  # noqa: N802 (http.server API)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
@@ -27,7 +32,14 @@ class FakeChatServer:
                 prompt = body["messages"][-1]["content"]
                 first = re.search(r"Valid actions:\n- (.*)", prompt)
                 answer = server.reply or f"ACTION: {first.group(1) if first else 'look'}"
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}]}).encode()
+                data = json.dumps({
+                    "choices": [{
+                        "message": {
+                            "role": "assistant",
+                            "content": answer
+                        }
+                    }]
+                }).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

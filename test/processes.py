@@ -20,8 +20,16 @@ class Child:
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | Path | None = None):
         self.argv = argv
         self.proc = subprocess.Popen(
-            [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})}, cwd=cwd, text=True, start_new_session=True,
+            [sys.executable, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={
+                **os.environ,
+                **(env or {})
+            },
+            cwd=cwd,
+            text=True,
+            start_new_session=True,
         )
         self.lines: list[str] = []
 
@@ -64,7 +72,10 @@ class Child:
 
 
 def serve_node(node_class) -> None:
-    """Run one test peer node until SIGINT: print READY once its entities exist (Child waits for it)."""
+    """Run one system's measurement as a child process (``python -m brainmem_ros.bench.peers``).
+
+    Run one test peer node until SIGINT: print READY once its entities exist (Child waits for it).
+    """
     import rclpy
     from rclpy.executors import ExternalShutdownException
 

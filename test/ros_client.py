@@ -9,6 +9,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 
 class Client:
+
     def __init__(self, name: str = "test_client"):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -17,7 +18,8 @@ class Client:
         self.executor.add_node(self.node)
         self.clients = {}
         self.publishers = {}
-        self.qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        self.qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.VOLATILE)
 
     def call(self, srv_type, name: str, request, timeout: float = 20.0):
         client = self.clients.get(name)
@@ -43,7 +45,10 @@ class Client:
         pub.publish(msg)
 
     def wait_until(self, check, timeout: float = 30.0, every: float = 0.2):
-        """Poll ``check()`` until it returns something truthy; return that, or raise TimeoutError."""
+        """Validate, embed and extract a batch of events; importance is left for ``score``.
+
+        Poll ``check()`` until it returns something truthy; return that, or raise TimeoutError.
+        """
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:

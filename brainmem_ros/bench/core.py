@@ -22,13 +22,15 @@ import numpy as np
 from tqdm import tqdm
 
 from brainmem_ros.bench.peers import tie_aware_hits
-from brainmem_ros.bench.corpus import cached_embeddings, embedding_cache_path, make_corpus, make_questions
-from brainmem_ros.config import MemoryConfig
-from brainmem_ros.embedding import Embedder, MiniLMEmbedder
-from brainmem_ros.encoding import Event
-from brainmem_ros.memory import BrainMemory
-from brainmem_ros.retrieval import RetrievalRequest
-from brainmem_ros.trace import Entry, TraceKind, Zone
+from brainmem_ros.bench.corpus import (cached_embeddings, embedding_cache_path, make_corpus,
+                                       make_questions)
+from brainmem_ros.core.config import MemoryConfig
+from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.core.encoding import Event
+from brainmem_ros.core.memory import BrainMemory
+from brainmem_ros.core.retrieval import RetrievalRequest
+from brainmem_ros.core.trace import Entry, TraceKind, Zone
+from brainmem_ros.core.latency import percentile
 
 __all__ = ["run_bench", "format_table", "DEFAULT_SIZES"]
 
@@ -52,13 +54,10 @@ def _disk_bytes(db: Path) -> int:
     return total
 
 
-def _pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
-
-
 # The first retrieval of each timed loop, kept out of its percentiles: not among make_questions'
 # forms, so never one of the measured questions (nor served from the query-embedding cache).
-FIRST_QUESTIONS = ("what was the last thing I left on the shelf?", "which drawer did I open before the timer rang?")
+FIRST_QUESTIONS = ("what was the last thing I left on the shelf?",
+                   "which drawer did I open before the timer rang?")
 
 
 def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np.ndarray,
@@ -74,13 +73,17 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
     gc.freeze()
     try:
         rss_before = _rss_bytes()
-        memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}), embedder=embedder)
+        memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
+                             embedder=embedder)
         batch = 1000
         ingest_s = 0.0
-        for start in tqdm(range(0, n, batch), desc=f"storing {n:,}", unit_scale=batch, disable=not progress,
-                          leave=False):
-            entries = [Entry(c.agent_id, c.zone, c.text, vectors[i], importance=0.5, created=c.created,
-                             last_access=c.created) for i, c in enumerate(corpus[start:start + batch], start)]
+        for start in tqdm(range(0, n, batch), desc=f"storing {n:,}", unit_scale=batch,
+                          disable=not progress, leave=False):
+            entries = [
+                Entry(c.agent_id, c.zone, c.text, vectors[i], importance=0.5, created=c.created,
+                      last_access=c.created)
+                for i, c in enumerate(corpus[start:start + batch], start)
+            ]
             t0 = time.perf_counter()
             memory.store_entries(entries)
             ingest_s += time.perf_counter() - t0
@@ -103,7 +106,8 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
             exact_hits += len(exact)
             approx_id_hits += len({r for r, _ in exact} & {r for r, _ in approx})
             if exact:
-                approx_hits += tie_aware_hits(np.array([s for _, s in approx]), exact[-1][1], len(exact))
+                approx_hits += tie_aware_hits(np.array([s for _, s in approx]), exact[-1][1],
+                                              len(exact))
         filtered_vector_ms = []
         for qv in query_vectors:
             t0 = time.perf_counter()
@@ -111,14 +115,20 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
             filtered_vector_ms.append((time.perf_counter() - t0) * 1000)
 
         # Two separate loops: ONNX Runtime's worker threads spin for a moment after each model call,
-        # which would bill the pipeline-only figure for the model's idle time if the calls alternated.
-        # Each opens with a question outside the measured set, timed on its own: the first retrieval
-        # of a process pays once for what later ones find ready (SQLite pages, expressions compiled on
-        # first use, the model's first run), about 1 ms more than the p50 at 100k, and the percentiles
-        # describe the calls a planner makes all day.
+        # which would bill the pipeline-only figure for the model's idle time if the calls
+        # alternated. Each opens with a question outside the measured set, timed on its own: the
+        # first retrieval of a process pays once for what later ones find ready (SQLite pages,
+        # expressions compiled on first use, the model's first run), and the percentiles describe
+        # the calls a planner makes all day.
         with_embed, without_embed = [], []
-        requests = [RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False) for q in queries]
-        first = [RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False) for q in FIRST_QUESTIONS]
+        requests = [
+            RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False)
+            for q in queries
+        ]
+        first = [
+            RetrievalRequest("robot_a", q, zones=zones, top_k=5, include_working=False)
+            for q in FIRST_QUESTIONS
+        ]
         first_vector = embedder.embed([first[0].query])
         t0 = time.perf_counter()
         memory.retrieve(first[0], query_vectors=first_vector)
@@ -130,14 +140,16 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         t0 = time.perf_counter()
         memory.retrieve(first[1])
         first_ms = (time.perf_counter() - t0) * 1000
-        for request in tqdm(requests, desc=f"retrieving at {n:,}", disable=not progress, leave=False):
+        for request in tqdm(requests, desc=f"retrieving at {n:,}", disable=not progress,
+                            leave=False):
             t0 = time.perf_counter()
             memory.retrieve(request)
             with_embed.append((time.perf_counter() - t0) * 1000)
         all_zone_ms = []
         for i, q in enumerate(queries[:100]):
             t0 = time.perf_counter()
-            memory.retrieve(RetrievalRequest("robot_a", q, top_k=5), query_vectors=query_vectors[i:i + 1])
+            memory.retrieve(RetrievalRequest("robot_a", q, top_k=5),
+                            query_vectors=query_vectors[i:i + 1])
             all_zone_ms.append((time.perf_counter() - t0) * 1000)
 
         fresh = make_corpus(2000, seed=99)
@@ -148,7 +160,9 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         memory.consolidate("robot_c")
         ingest_embed_s = time.perf_counter() - t0
 
-        wm_events = [Event("robot_a", TraceKind.OBSERVATION, c.text) for c in make_corpus(200, seed=5)]
+        wm_events = [
+            Event("robot_a", TraceKind.OBSERVATION, c.text) for c in make_corpus(200, seed=5)
+        ]
         memory.encode(wm_events)
         t0 = time.perf_counter()
         consolidation = memory.consolidate("robot_a")
@@ -157,30 +171,37 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         forgetting = memory.forget(decay=True)
         memory.close()
         disk = _disk_bytes(folder / "memory.db")
-        # Restart: open the store again as a node would after a crash or a reboot, first with the saved
-        # vector index, then with it deleted (rebuilt from SQLite).
+        # Restart: open the store again as a node would after a crash or a reboot, first with the
+        # saved vector index, then with it deleted (rebuilt from SQLite).
         restart = {}
         for label in ("restart_s", "restart_rebuild_s"):
             if label == "restart_rebuild_s":
                 for graph in folder.glob("memory.db.index/*"):
                     graph.unlink()
             t0 = time.perf_counter()
-            reopened = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}), embedder=embedder)
+            reopened = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
+                                   embedder=embedder)
             restart[label] = time.perf_counter() - t0
             reopened.close()
         return {
             "entries": n,
-            "retrieve_p50_ms": _pct(with_embed, 50), "retrieve_p99_ms": _pct(with_embed, 99),
-            "retrieve_no_embed_p50_ms": _pct(without_embed, 50), "retrieve_no_embed_p99_ms": _pct(without_embed, 99),
-            "retrieve_first_ms": first_ms, "retrieve_no_embed_first_ms": first_no_embed_ms,
-            "retrieve_all_zones_no_embed_p99_ms": _pct(all_zone_ms, 99),
-            "vector_filtered_p50_ms": _pct(filtered_vector_ms, 50), "vector_filtered_p99_ms": _pct(filtered_vector_ms, 99),
+            "retrieve_p50_ms": percentile(with_embed, 50),
+            "retrieve_p99_ms": percentile(with_embed, 99),
+            "retrieve_no_embed_p50_ms": percentile(without_embed, 50),
+            "retrieve_no_embed_p99_ms": percentile(without_embed, 99),
+            "retrieve_first_ms": first_ms,
+            "retrieve_no_embed_first_ms": first_no_embed_ms,
+            "retrieve_all_zones_no_embed_p99_ms": percentile(all_zone_ms, 99),
+            "vector_filtered_p50_ms": percentile(filtered_vector_ms, 50),
+            "vector_filtered_p99_ms": percentile(filtered_vector_ms, 99),
             "recall_at_10": approx_hits / max(1, exact_hits),
             "recall_at_10_ids": approx_id_hits / max(1, exact_hits),
             "ingest_per_s": len(events) / ingest_embed_s,
             "ingest_preembedded_per_s": n / ingest_s,
-            "consolidation_pass_s": consolidate_s, "consolidation_promoted": consolidation.promoted,
-            "forget_pass_s": forgetting.seconds, "forget_archived": forgetting.archived,
+            "consolidation_pass_s": consolidate_s,
+            "consolidation_promoted": consolidation.promoted,
+            "forget_pass_s": forgetting.seconds,
+            "forget_archived": forgetting.archived,
             "bytes_per_entry": disk / n,
             "resident_bytes_per_entry": max(0, rss_after - rss_before) / n,
             **restart,
@@ -190,12 +211,15 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_path: Optional[Path] = None,
-              embedder: Optional[Embedder] = None, config: Optional[MemoryConfig] = None,
-              progress: bool = True, cache_dir: Path = CACHE, peers: Sequence[str] = (),
-              peer_max_size: int = 100000) -> dict:
-    """``peers``: also run ``bench.peers`` for brainmem and these stores on the same vectors
-    (``systems.<name>.<N>`` in the report)."""
+def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200,
+              json_path: Optional[Path] = None, embedder: Optional[Embedder] = None,
+              config: Optional[MemoryConfig] = None, progress: bool = True, cache_dir: Path = CACHE,
+              peers: Sequence[str] = (), peer_max_size: int = 100000) -> dict:
+    """Measure the memory core at each store size and write the report.
+
+    ``peers``: also run ``bench.peers`` for brainmem and these stores on the same vectors
+    (``systems.<name>.<N>`` in the report).
+    """
     embedder = embedder or MiniLMEmbedder()
     # Consolidation runs only when the bench asks for it, so the pass it times has work to do.
     config = (config or MemoryConfig()).replace(**{"consolidation.every_n_traces": 0})
@@ -203,14 +227,24 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_p
     query_vectors = cached_embeddings(queries, embedder.embed, cache_dir, label="embedding queries",
                                       progress=progress, model_name=embedder.name)
     report = {
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
-        "embedder": getattr(embedder, "name", type(embedder).__name__),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0]
+        },
+        "embedder": getattr(embedder, "name",
+                            type(embedder).__name__),
         "embedding_backend": getattr(embedder, "backend", ""),
-        "queries": n_queries, "filters": {"agent": "robot_a", "zones": ["episodic"]},
-        "config": config.flat(), "sizes": {},
+        "queries": n_queries,
+        "filters": {
+            "agent": "robot_a",
+            "zones": ["episodic"]
+        },
+        "config": config.flat(),
+        "sizes": {},
     }
     for n in sizes:
-        report["sizes"][str(n)] = bench_size(n, embedder, queries, query_vectors, config, progress, cache_dir)
+        report["sizes"][str(n)] = bench_size(n, embedder, queries, query_vectors, config, progress,
+                                             cache_dir)
         if progress:
             print(format_table(report, only=[str(n)]), file=sys.stderr)
     if peers:
@@ -218,7 +252,8 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_p
 
         report["systems"] = {}
         for n in sizes:
-            vectors = embedding_cache_path([c.text for c in make_corpus(n)], cache_dir, embedder.name)
+            vectors = embedding_cache_path([c.text for c in make_corpus(n)], cache_dir,
+                                           embedder.name)
             questions = embedding_cache_path(queries, cache_dir, embedder.name)
             for name, figures in run_peers([n], ["brainmem", *peers], vectors, questions, progress,
                                            peer_max_size).items():
@@ -232,7 +267,8 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200, json_p
 _COLUMNS = [
     ("entries", "entries", "{:,.0f}"),
     ("retrieve p50/p99 ms", ("retrieve_p50_ms", "retrieve_p99_ms"), "{:.2f}/{:.2f}"),
-    ("no-embed p50/p99 ms", ("retrieve_no_embed_p50_ms", "retrieve_no_embed_p99_ms"), "{:.2f}/{:.2f}"),
+    ("no-embed p50/p99 ms", ("retrieve_no_embed_p50_ms", "retrieve_no_embed_p99_ms"),
+     "{:.2f}/{:.2f}"),
     ("vector p99 ms", "vector_filtered_p99_ms", "{:.2f}"),
     ("recall@10", "recall_at_10", "{:.3f}"),
     ("ingest/s", "ingest_per_s", "{:,.0f}"),
@@ -252,9 +288,14 @@ def format_table(report: dict, only: Optional[Sequence[str]] = None) -> str:
             continue
         row = []
         for _, keys, fmt in _COLUMNS:
-            keys = keys if isinstance(keys, tuple) else (keys,)
+            keys = keys if isinstance(keys, tuple) else (keys, )
             row.append(fmt.format(*(figures[k] for k in keys)))
         rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -16,25 +16,42 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
-from brainmem_ros.trace import Zone
+from brainmem_ros.core.trace import Zone
 
-__all__ = ["CorpusItem", "make_corpus", "make_questions", "cached_embeddings", "embedding_cache_path"]
+__all__ = [
+    "CorpusItem", "make_corpus", "make_questions", "cached_embeddings", "embedding_cache_path"
+]
 
-COLOURS = ["red", "green", "blue", "yellow", "white", "black", "small", "large", "old", "new", "clean", "dirty"]
-FOODS = ["apple", "banana", "carrot", "onion", "potato", "tomato", "cucumber", "lettuce", "cheese", "ham",
-         "bread", "butter", "jam", "milk", "egg", "lemon", "pepper", "mushroom", "chicken", "rice", "pasta",
-         "yoghurt", "orange", "pear", "garlic", "salmon", "tofu", "beans", "flour", "sugar"]
-TOOLS = ["knife", "fork", "spoon", "plate", "bowl", "cup", "mug", "glass", "pan", "pot", "kettle",
-         "cutting board", "sponge", "towel", "grater", "peeler", "whisk", "ladle", "tray", "jar"]
-PLACES = ["fridge", "freezer", "cupboard", "drawer", "counter", "table", "sink", "shelf", "stove", "oven",
-          "microwave", "dishwasher", "pantry", "toaster", "coffee machine", "kitchen island", "windowsill",
-          "bin", "basket", "sideboard"]
-ROOMS = ["kitchen", "living room", "bedroom", "bathroom", "hallway", "pantry room", "garage", "garden"]
+COLOURS = [
+    "red", "green", "blue", "yellow", "white", "black", "small", "large", "old", "new", "clean",
+    "dirty"
+]
+FOODS = [
+    "apple", "banana", "carrot", "onion", "potato", "tomato", "cucumber", "lettuce", "cheese",
+    "ham", "bread", "butter", "jam", "milk", "egg", "lemon", "pepper", "mushroom", "chicken",
+    "rice", "pasta", "yoghurt", "orange", "pear", "garlic", "salmon", "tofu", "beans", "flour",
+    "sugar"
+]
+TOOLS = [
+    "knife", "fork", "spoon", "plate", "bowl", "cup", "mug", "glass", "pan", "pot", "kettle",
+    "cutting board", "sponge", "towel", "grater", "peeler", "whisk", "ladle", "tray", "jar"
+]
+PLACES = [
+    "fridge", "freezer", "cupboard", "drawer", "counter", "table", "sink", "shelf", "stove", "oven",
+    "microwave", "dishwasher", "pantry", "toaster", "coffee machine", "kitchen island",
+    "windowsill", "bin", "basket", "sideboard"
+]
+ROOMS = [
+    "kitchen", "living room", "bedroom", "bathroom", "hallway", "pantry room", "garage", "garden"
+]
 STATES = ["open", "closed", "on", "off", "clean", "dirty", "empty", "full"]
-GOALS = ["make a sandwich", "make coffee", "clean the counter", "make toast", "prepare a salad",
-         "boil an egg", "set the table", "wash the dishes", "make tea", "put away the groceries"]
+GOALS = [
+    "make a sandwich", "make coffee", "clean the counter", "make toast", "prepare a salad",
+    "boil an egg", "set the table", "wash the dishes", "make tea", "put away the groceries"
+]
 AGENT_SHARES = [("robot_a", 0.9), ("robot_b", 0.1)]
-ZONE_SHARES = [(Zone.EPISODIC, 0.6), (Zone.SEMANTIC, 0.25), (Zone.PROCEDURAL, 0.1), (Zone.GOAL, 0.05)]
+ZONE_SHARES = [(Zone.EPISODIC, 0.6), (Zone.SEMANTIC, 0.25), (Zone.PROCEDURAL, 0.1),
+               (Zone.GOAL, 0.05)]
 
 
 @dataclass
@@ -76,7 +93,8 @@ def _text(rng: random.Random, zone: Zone, i: int) -> str:
         return (f"to {goal} in the {room}: 1. open the {place} 2. take the {a} 3. use the {b} "
                 f"4. put the {c} on the {rng.choice(PLACES)} (variant {i % 97})")
     if zone is Zone.GOAL:
-        return f"goal {rng.choice(['completed', 'failed', 'started'])}: {rng.choice(GOALS)} in the {room} (run {i % 211})"
+        status = rng.choice(['completed', 'failed', 'started'])
+        return f"goal {status}: {rng.choice(GOALS)} in the {room} (run {i % 211})"
     return rng.choice([
         f"you took the {a} from the {place} in the {room}",
         f"you put the {a} on the {place} in the {room}",
@@ -94,21 +112,28 @@ def make_corpus(n: int, seed: int = 7, days: float = 30.0, now: float = 1.8e9) -
     items = []
     for i in range(n):
         zone = _pick(rng, ZONE_SHARES)
-        items.append(CorpusItem(_pick(rng, AGENT_SHARES), zone, _text(rng, zone, i),
-                                now - days * 86400 * (1 - i / max(1, n))))
+        items.append(
+            CorpusItem(_pick(rng, AGENT_SHARES), zone, _text(rng, zone, i),
+                       now - days * 86400 * (1 - i / max(1, n))))
     return items
 
 
 def make_questions(n: int, seed: int = 11) -> list[str]:
     rng = random.Random(seed)
     templates = [
-        "where is the {a}?", "where did I put the {a} in the {room}?", "what is in the {place}?",
-        "how do I {goal}?", "what did I do with the {a}?", "is the {place} in the {room} open?",
-        "what did I see on the {place}?", "which tool do I need to slice the {a}?",
+        "where is the {a}?",
+        "where did I put the {a} in the {room}?",
+        "what is in the {place}?",
+        "how do I {goal}?",
+        "what did I do with the {a}?",
+        "is the {place} in the {room} open?",
+        "what did I see on the {place}?",
+        "which tool do I need to slice the {a}?",
     ]
     questions: dict[str, None] = {}
     while len(questions) < n:  # distinct, so no timed call is served from an embedding cache
-        questions[rng.choice(templates).format(a=_thing(rng), room=rng.choice(ROOMS), place=rng.choice(PLACES),
+        questions[rng.choice(templates).format(a=_thing(rng), room=rng.choice(ROOMS),
+                                               place=rng.choice(PLACES),
                                                goal=rng.choice(GOALS))] = None
     return list(questions)
 
@@ -121,15 +146,18 @@ def embedding_cache_path(texts: list[str], cache_dir: Path, model_name: str = ""
 def cached_embeddings(texts: list[str], embed: Callable[[list[str]], np.ndarray], cache_dir: Path,
                       label: str = "embedding", batch: int = 512, progress: bool = True,
                       model_name: str = "") -> np.ndarray:
-    """Each distinct text is embedded once (a large corpus repeats many of its memories: 61% of
-    1M are distinct), then the vectors are laid out in the corpus's order."""
+    """Embed each distinct text of a corpus once, from a cache on disk when it holds them.
+
+    Each distinct text is embedded once (a large corpus repeats many of its memories: 61% of 1M are
+    distinct), then the vectors are laid out in the corpus's order.
+    """
     path = embedding_cache_path(texts, cache_dir, model_name)
     if path.is_file():
         return np.load(path)
     distinct = list(dict.fromkeys(texts))
     vectors = np.zeros((len(distinct), 384), dtype=np.float32)
-    for start in tqdm(range(0, len(distinct), batch), desc=label, unit_scale=batch, disable=not progress,
-                      leave=False):
+    for start in tqdm(range(0, len(distinct), batch), desc=label, unit_scale=batch,
+                      disable=not progress, leave=False):
         vectors[start:start + batch] = embed(distinct[start:start + batch])
     where = {text: i for i, text in enumerate(distinct)}
     out = vectors[np.fromiter((where[t] for t in texts), dtype=np.int64, count=len(texts))]

@@ -1,4 +1,6 @@
-"""``brainmem-ros bench --peers``: brainmem's long-term store against the vector stores a user would
+"""``brainmem-ros bench --peers``: brainmem's store against the vector stores a user could pick.
+
+``brainmem-ros bench --peers``: brainmem's long-term store against the vector stores a user would
 pick instead, on identical data and queries.
 
 Every system gets the same kitchen memories with the same MiniLM vectors (computed once and cached)
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+from brainmem_ros.core.latency import percentile
 from tqdm import tqdm
 
 __all__ = ["PEERS", "SYSTEMS", "PeerUnavailable", "bench_system", "run_peers", "format_peer_table"]
@@ -47,6 +50,7 @@ class PeerUnavailable(RuntimeError):
 @dataclass
 class Data:
     """What every system is given: memories (agent, zone, vector) and queries, identical for all."""
+
     agents: list[str]
     zones: list[str]
     vectors: np.ndarray
@@ -71,9 +75,7 @@ def exact_top_k(data: Data, mask: np.ndarray) -> tuple[list[set[int]], np.ndarra
 
 
 def tie_aware_hits(found_sims: np.ndarray, kth_exact: float, k: int = K) -> int:
-    """Results at least as close as the exact K-th neighbour (ann-benchmarks' definition): the
-    bench corpus repeats sentences, so a top-K can be one of many equally close sets, and counting
-    ids would call an equally good answer wrong."""
+    """Count results at least as close as the exact K-th neighbour (ann-benchmarks' definition)."""
     return min(k, int(np.count_nonzero(np.asarray(found_sims) >= kth_exact - 1e-5)))
 
 
@@ -95,18 +97,23 @@ class BrainmemSystem:
     unfiltered_agent = FILTER_AGENT
 
     def __init__(self, folder: Path):
-        from brainmem_ros.config import MemoryConfig
-        from brainmem_ros.memory import BrainMemory
+        from brainmem_ros.core.config import MemoryConfig
+        from brainmem_ros.core.memory import BrainMemory
 
-        config = MemoryConfig().replace(**{"store.path": str(folder / "memory.db"),
-                                           "consolidation.every_n_traces": 0})
+        config = MemoryConfig().replace(**{
+            "store.path": str(folder / "memory.db"),
+            "consolidation.every_n_traces": 0
+        })
         self.memory = BrainMemory(config, embedder=_NoEmbedder())
         self.rowid_to_index: dict[int, int] = {}
 
     def insert(self, start: int, texts, agents, zones, vectors) -> None:
-        from brainmem_ros.trace import Entry, Zone
+        from brainmem_ros.core.trace import Entry, Zone
 
-        entries = [Entry(a, Zone(z), t, v, importance=0.5) for t, a, z, v in zip(texts, agents, zones, vectors)]
+        entries = [
+            Entry(a, Zone(z), t, v, importance=0.5)
+            for t, a, z, v in zip(texts, agents, zones, vectors)
+        ]
         ids = self.memory.store_entries(entries)
         for offset, entry_id in enumerate(ids):
             self.rowid_to_index[self.memory.store.rowid_of(entry_id)] = start + offset
@@ -116,10 +123,11 @@ class BrainmemSystem:
         self.memory.store.wait_indexed()
 
     def query(self, vector: np.ndarray, filtered: bool) -> list[int]:
-        from brainmem_ros.trace import LONG_TERM_ZONES, Zone
+        from brainmem_ros.core.trace import LONG_TERM_ZONES, Zone
 
         zones = [Zone(FILTER_ZONE)] if filtered else list(LONG_TERM_ZONES)
-        hits = self.memory.store.vector_search(vector, FILTER_AGENT, zones, K, include_superseded=True)
+        hits = self.memory.store.vector_search(vector, FILTER_AGENT, zones, K,
+                                               include_superseded=True)
         return [self.rowid_to_index[r] for r, _ in hits]
 
     def close(self) -> None:
@@ -128,6 +136,7 @@ class BrainmemSystem:
 
 class _NoEmbedder:
     """Every vector is given; a call to embed would be a bench defect."""
+
     name, backend, dim = "none (vectors given)", "", 384
 
     def embed(self, texts):
@@ -146,19 +155,24 @@ class ChromaSystem:
             raise PeerUnavailable("chromadb is not installed: run `make peers`") from exc
         self.client = chromadb.PersistentClient(path=str(folder / "chroma"),
                                                 settings=Settings(anonymized_telemetry=False))
-        self.collection = self.client.create_collection("memories", metadata={"hnsw:space": "cosine"})
+        self.collection = self.client.create_collection("memories",
+                                                        metadata={"hnsw:space": "cosine"})
         self.batch = self.client.get_max_batch_size()
 
     def insert(self, start: int, texts, agents, zones, vectors) -> None:
         for s in range(0, len(texts), self.batch):
             e = min(len(texts), s + self.batch)
-            self.collection.add(ids=[str(start + i) for i in range(s, e)], embeddings=vectors[s:e],
-                                documents=list(texts[s:e]),
-                                metadatas=[{"agent": a, "zone": z} for a, z in zip(agents[s:e], zones[s:e])])
+            self.collection.add(
+                ids=[str(start + i) for i in range(s, e)], embeddings=vectors[s:e],
+                documents=list(texts[s:e]), metadatas=[{
+                    "agent": a,
+                    "zone": z
+                } for a, z in zip(agents[s:e], zones[s:e])])
 
     def query(self, vector: np.ndarray, filtered: bool) -> list[int]:
         where = {"$and": [{"agent": FILTER_AGENT}, {"zone": FILTER_ZONE}]} if filtered else None
-        answer = self.collection.query(query_embeddings=[vector], n_results=K, where=where, include=[])
+        answer = self.collection.query(query_embeddings=[vector], n_results=K, where=where,
+                                       include=[])
         return [int(i) for i in answer["ids"][0]]
 
     def close(self) -> None:
@@ -176,16 +190,22 @@ class QdrantSystem:
             raise PeerUnavailable("qdrant-client is not installed: run `make peers`") from exc
         self.models = models
         self.client = QdrantClient(path=str(folder / "qdrant"))
-        self.client.create_collection("memories", vectors_config=models.VectorParams(
-            size=384, distance=models.Distance.COSINE))
+        self.client.create_collection(
+            "memories", vectors_config=models.VectorParams(size=384,
+                                                           distance=models.Distance.COSINE))
         self.filter = models.Filter(must=[
             models.FieldCondition(key="agent", match=models.MatchValue(value=FILTER_AGENT)),
-            models.FieldCondition(key="zone", match=models.MatchValue(value=FILTER_ZONE))])
+            models.FieldCondition(key="zone", match=models.MatchValue(value=FILTER_ZONE))
+        ])
 
     def insert(self, start: int, texts, agents, zones, vectors) -> None:
-        self.client.upsert("memories", points=self.models.Batch(
-            ids=list(range(start, start + len(texts))), vectors=vectors.tolist(),
-            payloads=[{"agent": a, "zone": z, "text": t} for t, a, z in zip(texts, agents, zones)]))
+        self.client.upsert(
+            "memories", points=self.models.Batch(
+                ids=list(range(start, start + len(texts))), vectors=vectors.tolist(), payloads=[{
+                    "agent": a,
+                    "zone": z,
+                    "text": t
+                } for t, a, z in zip(texts, agents, zones)]))
 
     def query(self, vector: np.ndarray, filtered: bool) -> list[int]:
         answer = self.client.query_points("memories", query=vector.tolist(), limit=K,
@@ -197,15 +217,16 @@ class QdrantSystem:
 
 
 _FACTORIES: dict[str, Callable[[Path], object]] = {
-    "brainmem": BrainmemSystem, "chromadb": ChromaSystem, "qdrant": QdrantSystem}
-
+    "brainmem": BrainmemSystem,
+    "chromadb": ChromaSystem,
+    "qdrant": QdrantSystem
+}
 
 # -- one system at one size, in its own process --------------------------------------------------
-def _pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q))
 
 
-def bench_system(name: str, n: int, vectors_path: str, queries_path: str, progress: bool = True) -> dict:
+def bench_system(name: str, n: int, vectors_path: str, queries_path: str,
+                 progress: bool = True) -> dict:
     """Build ``name``'s store of the first ``n`` bench memories, then time and check its queries."""
     from brainmem_ros.bench.corpus import make_corpus
 
@@ -219,8 +240,8 @@ def bench_system(name: str, n: int, vectors_path: str, queries_path: str, progre
         system = _FACTORIES[name](folder)
         batch = 1000
         t0 = time.perf_counter()
-        for start in tqdm(range(0, n, batch), desc=f"{name}: storing {n:,}", unit_scale=batch, leave=False,
-                          disable=not progress):
+        for start in tqdm(range(0, n, batch), desc=f"{name}: storing {n:,}", unit_scale=batch,
+                          leave=False, disable=not progress):
             end = min(n, start + batch)
             system.insert(start, texts[start:end], data.agents[start:end], data.zones[start:end],
                           data.vectors[start:end])
@@ -235,9 +256,10 @@ def bench_system(name: str, n: int, vectors_path: str, queries_path: str, progre
                 found = system.query(vector, filtered)
                 latencies.append((time.perf_counter() - t) * 1000)
                 id_hits += len(truth[i] & set(found))
-                hits += tie_aware_hits(data.vectors[found] @ vector if found else np.zeros(0), kth[i])
-            figures[f"{prefix}_p50_ms"] = _pct(latencies, 50)
-            figures[f"{prefix}_p99_ms"] = _pct(latencies, 99)
+                hits += tie_aware_hits(data.vectors[found] @ vector if found else np.zeros(0),
+                                       kth[i])
+            figures[f"{prefix}_p50_ms"] = percentile(latencies, 50)
+            figures[f"{prefix}_p99_ms"] = percentile(latencies, 99)
             expected = max(1, sum(len(t) for t in truth))
             figures["recall" if filtered else "recall_unfiltered"] = hits / expected
             figures["recall_ids" if filtered else "recall_unfiltered_ids"] = id_hits / expected
@@ -249,25 +271,37 @@ def bench_system(name: str, n: int, vectors_path: str, queries_path: str, progre
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _in_child(name: str, n: int, vectors_path: Path, queries_path: Path, progress: bool) -> tuple[str, object]:
-    """Run ``bench_system`` in a fresh interpreter; a child that dies is reported, never waited on."""
+def _in_child(name: str, n: int, vectors_path: Path, queries_path: Path,
+              progress: bool) -> tuple[str, object]:
+    """Run ``bench_system`` in a fresh interpreter.
+
+    A child that dies is reported, never waited on.
+    """
     with tempfile.TemporaryDirectory(prefix="brainmem-peer-") as folder:
         out = Path(folder) / "figures.json"
-        command = [sys.executable, "-m", "brainmem_ros.bench.peers", name, str(n), str(vectors_path),
-                   str(queries_path), str(out)] + ([] if progress else ["--quiet"])
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=None if progress else subprocess.PIPE,
-                              text=True)
+        command = [
+            sys.executable, "-m", "brainmem_ros.bench.peers", name,
+            str(n),
+            str(vectors_path),
+            str(queries_path),
+            str(out)
+        ] + ([] if progress else ["--quiet"])
+        done = subprocess.run(command, stdout=subprocess.DEVNULL,
+                              stderr=None if progress else subprocess.PIPE, text=True)
         if out.is_file():
             return tuple(json.loads(out.read_text()))
         tail = (done.stderr or "")[-400:].strip()
-        return "error", f"{name} exited with status {done.returncode}" + (f": {tail}" if tail else "")
+        return "error", f"{name} exited with status {done.returncode}" + (f": {tail}"
+                                                                          if tail else "")
 
 
 def run_peers(sizes: Sequence[int], systems: Sequence[str], vectors_path: Path, queries_path: Path,
               progress: bool = True, peer_max_size: int = 100000) -> dict:
-    """``systems.<name>.<N>``: figures, or ``{"skipped": why}`` / ``{"error": what}``. Peers are
-    skipped above ``peer_max_size`` (Qdrant's local mode searches by brute force and says it is not
-    meant for more than 20,000 points; ChromaDB takes minutes per 100k here)."""
+    """``systems.<name>.<N>``: figures, or ``{"skipped": why}`` / ``{"error": what}``.
+
+    Peers are skipped above ``peer_max_size`` (Qdrant's local mode searches by brute force and says
+    it is not meant for more than 20,000 points; ChromaDB takes minutes per 100k here).
+    """
     report: dict = {name: {} for name in systems}
     for n in sizes:
         for name in systems:
@@ -275,17 +309,21 @@ def run_peers(sizes: Sequence[int], systems: Sequence[str], vectors_path: Path, 
                 report[name][str(n)] = {"skipped": f"above --peer-max-size {peer_max_size:,}"}
                 continue
             status, value = _in_child(name, n, vectors_path, queries_path, progress)
-            report[name][str(n)] = value if status == "ok" else {"skipped" if status == "unavailable" else "error": value}
+            report[name][str(n)] = value if status == "ok" else {
+                "skipped" if status == "unavailable" else "error": value
+            }
             if progress:
                 print(format_peer_table({name: {str(n): report[name][str(n)]}}), file=sys.stderr)
     return report
 
 
 _COLUMNS = [("ingest/s", "ingest_preembedded_per_s", "{:,.0f}"),
-            ("filtered p50/p99 ms", ("query_filtered_p50_ms", "query_filtered_p99_ms"), "{:.2f}/{:.2f}"),
+            ("filtered p50/p99 ms", ("query_filtered_p50_ms", "query_filtered_p99_ms"),
+             "{:.2f}/{:.2f}"),
             ("unfiltered p50/p99 ms", ("query_p50_ms", "query_p99_ms"), "{:.2f}/{:.2f}"),
             ("recall@10", "recall", "{:.3f}"), ("recall unfilt.", "recall_unfiltered", "{:.3f}"),
-            ("disk B/entry", "bytes_per_entry", "{:,.0f}"), ("RSS B/entry", "resident_bytes_per_entry", "{:,.0f}")]
+            ("disk B/entry", "bytes_per_entry", "{:,.0f}"),
+            ("RSS B/entry", "resident_bytes_per_entry", "{:,.0f}")]
 
 
 def format_peer_table(systems: dict, only: Optional[Sequence[str]] = None) -> str:
@@ -296,23 +334,34 @@ def format_peer_table(systems: dict, only: Optional[Sequence[str]] = None) -> st
             if only and size not in only:
                 continue
             if "skipped" in figures or "error" in figures:
-                rows.append([name, f"{int(size):,}", figures.get("skipped") or figures.get("error")] + [""] * (len(_COLUMNS) - 1))
+                rows.append(
+                    [name, f"{int(size):,}",
+                     figures.get("skipped") or figures.get("error")] + [""] * (len(_COLUMNS) - 1))
                 continue
             row = [name, f"{int(size):,}"]
             for _, keys, fmt in _COLUMNS:
-                keys = keys if isinstance(keys, tuple) else (keys,)
+                keys = keys if isinstance(keys, tuple) else (keys, )
                 row.append(fmt.format(*(figures[k] for k in keys)))
             rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
 def _main(argv: Sequence[str]) -> int:
-    """The child: ``python -m brainmem_ros.bench.peers NAME N VECTORS QUERIES OUT [--quiet]``."""
+    """Run one system's measurement as a child process (``python -m brainmem_ros.bench.peers``).
+
+    The child: ``python -m brainmem_ros.bench.peers NAME N VECTORS QUERIES OUT [--quiet]``.
+    """
     name, n, vectors, queries, out = argv[:5]
     try:
-        result = ("ok", bench_system(name, int(n), vectors, queries, progress="--quiet" not in argv))
+        result = ("ok", bench_system(name, int(n), vectors, queries, progress="--quiet"
+                                     not in argv))
     except PeerUnavailable as exc:
         result = ("unavailable", str(exc))
     except Exception as exc:  # reported as this system's failure; the other systems still run

@@ -14,7 +14,10 @@ def plot_report(report: dict, path: Path) -> Path:
 
     sizes = sorted(int(n) for n in report["sizes"])
     fig = report["sizes"]
-    get = lambda key: [fig[str(n)][key] for n in sizes]
+
+    def get(key):
+        return [fig[str(n)][key] for n in sizes]
+
     systems = report.get("systems") or {}
     figure, axes = plt.subplots(1, 3 if systems else 2, figsize=(16 if systems else 11, 4.2))
     left, right = axes[0], axes[1]
@@ -28,12 +31,15 @@ def plot_report(report: dict, path: Path) -> Path:
     left.legend(fontsize=8)
     right.plot(sizes, get("ingest_preembedded_per_s"), marker="o", label="pre-embedded entries")
     right.plot(sizes, get("ingest_per_s"), marker="o", label="observations, embedding included")
-    right.set(xscale="log", yscale="log", xlabel="long-term memories", ylabel="per second", title="Ingest")
+    right.set(xscale="log", yscale="log", xlabel="long-term memories", ylabel="per second",
+              title="Ingest")
     right.grid(True, alpha=0.3)
     right.legend(fontsize=8)
     if systems:
         _plot_systems(axes[2], systems)
-    figure.suptitle(f"brainmem_ros bench, {report['machine']['cpus']} CPU cores, {report['embedder']}", fontsize=10)
+    figure.suptitle(
+        f"brainmem_ros bench, {report['machine']['cpus']} CPU cores, {report['embedder']}",
+        fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -42,17 +48,17 @@ def plot_report(report: dict, path: Path) -> Path:
 
 
 def _plot_systems(axis, systems: dict) -> None:
-    """Filtered (solid) and unfiltered (dashed) top-10 p99 of each store on the same vectors."""
+    """Draw each store's filtered (solid) and unfiltered (dashed) top-10 p99 on the same vectors."""
     for i, (name, per_size) in enumerate(systems.items()):
         measured = sorted((int(n), f) for n, f in per_size.items() if "query_filtered_p99_ms" in f)
         if not measured:
             continue
         sizes = [n for n, _ in measured]
         colour = f"C{i}"
-        axis.plot(sizes, [f["query_filtered_p99_ms"] for _, f in measured], marker="o", color=colour,
-                  label=f"{name} filtered")
-        axis.plot(sizes, [f["query_p99_ms"] for _, f in measured], marker="x", linestyle="--", color=colour,
-                  label=f"{name} unfiltered")
+        axis.plot(sizes, [f["query_filtered_p99_ms"] for _, f in measured], marker="o",
+                  color=colour, label=f"{name} filtered")
+        axis.plot(sizes, [f["query_p99_ms"] for _, f in measured], marker="x", linestyle="--",
+                  color=colour, label=f"{name} unfiltered")
     axis.set(xscale="log", yscale="log", xlabel="memories", ylabel="p99 ms (vector given)",
              title="Top-10 query p99, same data in each store")
     axis.grid(True, alpha=0.3, which="both")

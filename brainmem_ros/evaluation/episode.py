@@ -23,27 +23,37 @@ CONDITIONS = ("window", "brainmem", "full")
 
 
 class EnvPort(Protocol):
-    def reset(self, seed: int) -> EnvState: ...
 
-    def step(self, action: str) -> EnvState: ...
+    def reset(self, seed: int) -> EnvState:
+        ...
+
+    def step(self, action: str) -> EnvState:
+        ...
 
 
 class MemoryPort(Protocol):
     """What an episode needs from a memory system, whichever process it lives in."""
 
-    def begin(self, task: str) -> str: ...
+    def begin(self, task: str) -> str:
+        ...
 
-    def interrupt(self, description: str) -> str: ...
+    def interrupt(self, description: str) -> str:
+        ...
 
-    def resolve(self, goal_id: str) -> None: ...
+    def resolve(self, goal_id: str) -> None:
+        ...
 
-    def record(self, action: str, result: str, success: bool) -> None: ...
+    def record(self, action: str, result: str, success: bool) -> None:
+        ...
 
-    def observe(self, text: str) -> None: ...
+    def observe(self, text: str) -> None:
+        ...
 
-    def recall(self, queries: Sequence[str], context: str) -> str: ...
+    def recall(self, queries: Sequence[str], context: str) -> str:
+        ...
 
-    def end(self, goal_id: str, success: bool) -> None: ...
+    def end(self, goal_id: str, success: bool) -> None:
+        ...
 
 
 @dataclass
@@ -55,7 +65,7 @@ class EpisodeRecord:
     task: str
     success: bool
     failed: bool
-    failure: str          # what ended it in failure ("" when it did not fail)
+    failure: str  # what ended it in failure ("" when it did not fail)
     steps: int
     interrupted: bool
     timer_handled: bool
@@ -67,9 +77,11 @@ class EpisodeRecord:
 
 
 def episode_agent(robot: str, seed: int, lifelong: bool = False) -> str:
-    """Whose memory a seed's episodes write and read. One agent per seed keeps games apart as the
-    store keeps robots apart; ``lifelong``: the robot itself plays every seed, and what it learnt
-    in one game is there in the next."""
+    """Whose memory a seed's episodes write and read.
+
+    One agent per seed keeps games apart as the store keeps robots apart; ``lifelong``: the robot
+    itself plays every seed, and what it learnt in one game is there in the next.
+    """
     return robot if lifelong else f"{robot}-s{seed}"
 
 
@@ -80,9 +92,12 @@ def _shown(history: list, condition: str, window: int) -> list:
 
 
 def _recall(memory: MemoryPort, planner, context: PlanningContext) -> str:
-    """Ask the memory what the planner wants to know. A planner with ``memory_queries`` asks twice:
-    what it wants to know from the window alone, then what the first answer makes it want to know
-    (the plan recalled names the next step, whose ingredient it then asks about)."""
+    """Ask the memory what the planner wants to know.
+
+    A planner with ``memory_queries`` asks twice: what it wants to know from the window alone, then
+    what the first answer makes it want to know (the plan recalled names the next step, whose
+    ingredient it then asks about).
+    """
     if not hasattr(planner, "memory_queries"):
         return memory.recall([context.observation], context.task)
     queries = list(planner.memory_queries(context))
@@ -95,7 +110,8 @@ def _recall(memory: MemoryPort, planner, context: PlanningContext) -> str:
 
 
 def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, max_steps: int,
-                memory: Optional[MemoryPort] = None, attempt: int = 0, env_name: str = "") -> EpisodeRecord:
+                memory: Optional[MemoryPort] = None, attempt: int = 0,
+                env_name: str = "") -> EpisodeRecord:
     if condition not in CONDITIONS:
         raise ValueError(f"condition must be one of {', '.join(CONDITIONS)}, got {condition!r}")
     if (condition == "brainmem") != (memory is not None):
@@ -122,7 +138,8 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
         steps += 1
         history.append((action, state.observation))
         if memory:
-            memory.record(action, state.observation, not state.failed and not looks_failed(state.observation))
+            memory.record(action, state.observation, not state.failed
+                          and not looks_failed(state.observation))
             alarm = detect_interruption(state.observation)
             if alarm and not temporary and not state.done:
                 temporary = memory.interrupt(alarm)
@@ -131,7 +148,9 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
                 temporary = ""
     if memory:
         memory.end(goal, state.success)
-    return EpisodeRecord(env_name, condition, seed, attempt, state.task, bool(state.success), bool(state.failed),
+    return EpisodeRecord(env_name, condition, seed, attempt, state.task, bool(state.success),
+                         bool(state.failed),
                          str(state.info.get("failure", "")) if state.failed else "", steps,
-                         bool(state.info.get("interrupted", False)), bool(state.info.get("timer_handled", False)),
-                         retrieve_ms, [a for a, _ in history[1:]])
+                         bool(state.info.get("interrupted", False)),
+                         bool(state.info.get("timer_handled", False)), retrieve_ms,
+                         [a for a, _ in history[1:]])

@@ -4,23 +4,28 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from brainmem_ros.memory import BrainMemory
-from brainmem_ros.prompt import render_merged
-from brainmem_ros.retrieval import RetrievalRequest
-from brainmem_ros.trace import GoalStatus
+from brainmem_ros.core.memory import BrainMemory
+from brainmem_ros.core.prompt import render_merged
+from brainmem_ros.core.retrieval import RetrievalRequest
+from brainmem_ros.core.trace import GoalStatus
 
 __all__ = ["InProcessMemory"]
 
 
 class InProcessMemory:
-    """Recall is limited to the current episode (``since`` its start): the state of an earlier
+    """The episode's memory in this process, as planner_node's memory port does over ROS.
+
+    Recall is limited to the current episode (``since`` its start): the state of an earlier
     attempt's world is not this one's. Warnings about earlier failures come regardless (the
-    retriever's proactive warnings look at all of them)."""
+    retriever's proactive warnings look at all of them).
+    """
 
     started = 0.0
 
-    def __init__(self, memory: BrainMemory, agent_id: str = "robot", top_k: int = 5, prompt_limit: int = 16):
-        self.memory, self.agent_id, self.top_k, self.prompt_limit = memory, agent_id, top_k, prompt_limit
+    def __init__(self, memory: BrainMemory, agent_id: str = "robot", top_k: int = 5,
+                 prompt_limit: int = 16):
+        self.memory, self.agent_id = memory, agent_id
+        self.top_k, self.prompt_limit = top_k, prompt_limit
 
     def begin(self, task: str) -> str:
         self.started = time.time()
@@ -42,12 +47,14 @@ class InProcessMemory:
     def recall(self, queries: Sequence[str], context: str) -> str:
         results = []
         for query in queries:
-            r = self.memory.retrieve(RetrievalRequest(self.agent_id, query, context=context, top_k=self.top_k,
-                                                      include_working=True, since=self.started))
+            r = self.memory.retrieve(
+                RetrievalRequest(self.agent_id, query, context=context, top_k=self.top_k,
+                                 include_working=True, since=self.started))
             results.append((r.recalls, r.warnings))
         wm = self.memory.working.agents.get(self.agent_id)
         return render_merged(results, self.memory.retriever.task_state(wm), time.time(),
                              self.memory.config.retrieval.language, self.prompt_limit)
 
     def end(self, goal_id: str, success: bool) -> None:
-        self.memory.finish_goal(self.agent_id, goal_id, GoalStatus.COMPLETED if success else GoalStatus.FAILED)
+        self.memory.finish_goal(self.agent_id, goal_id,
+                                GoalStatus.COMPLETED if success else GoalStatus.FAILED)

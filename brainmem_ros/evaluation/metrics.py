@@ -1,4 +1,6 @@
-"""Every reported figure, defined on plain episode records (so tests can check the definitions on
+"""Every reported figure, defined on plain episode records.
+
+Every reported figure, defined on plain episode records (so tests can check the definitions on
 hand-built episodes).
 
 - success_rate: share of all episodes (every seed, every attempt) that completed the task.
@@ -8,14 +10,16 @@ hand-built episodes).
 - repeat_failure_rate: among attempts after the first, the share that ended in a failure the same
   seed had already ended in at an earlier attempt (same failure: same cause, e.g. the same
   hazard or the same fatal action). None with one attempt.
-- retrieve_p50_ms: median time of the memory recall before an action. None without memory.
+- retrieve_p50_ms: median time of the memory recall before an action (``core.latency.percentile``).
+  None without memory.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from statistics import mean, median
+from statistics import mean
 from typing import Optional, Sequence
 
+from brainmem_ros.core.latency import percentile
 from brainmem_ros.evaluation.episode import EpisodeRecord
 
 __all__ = ["summarise", "success_rate", "interruption_recovery_rate", "repeat_failure_rate"]
@@ -57,7 +61,10 @@ def summarise(episodes: Sequence[EpisodeRecord]) -> dict:
         "interrupted_episodes": sum(e.interrupted for e in episodes),
         "repeat_failure_rate": repeat_failure_rate(episodes),
         "failure_rate": sum(e.failed for e in episodes) / len(episodes) if episodes else 0.0,
-        "success_rate_by_attempt": {str(a): success_rate([e for e in episodes if e.attempt == a]) for a in attempts},
-        "retrieve_p50_ms": median(times) if times else None,
+        "success_rate_by_attempt": {
+            str(a): success_rate([e for e in episodes if e.attempt == a])
+            for a in attempts
+        },
+        "retrieve_p50_ms": percentile(times, 50),
         "retrieve_calls": len(times),
     }

@@ -6,7 +6,8 @@ from pathlib import Path
 __all__ = ["plot_eval"]
 
 _COLORS = {"window": "#b0b0b0", "brainmem": "#2b7bba", "full": "#7a7a7a"}
-_METRICS = [("success_rate", "task success"), ("interruption_recovery_rate", "interruption recovery"),
+_METRICS = [("success_rate", "task success"),
+            ("interruption_recovery_rate", "interruption recovery"),
             ("repeat_failure_rate", "repeat of a known failure")]
 
 
@@ -28,14 +29,16 @@ def plot_eval(reports: list[dict], path: Path) -> Path:
             xs = [m + (i - (len(conditions) - 1) / 2) * width for m in range(len(metrics))]
             bars = ax.bar(xs, values, width, label=name, color=_COLORS.get(name))
             for bar, v in zip(bars, values):
-                ax.text(bar.get_x() + bar.get_width() / 2, v + 1.5, f"{v:.0f}", ha="center", fontsize=8)
+                ax.text(bar.get_x() + bar.get_width() / 2, v + 1.5, f"{v:.0f}", ha="center",
+                        fontsize=8)
         cfg = report["config"]
-        title = f"{cfg['env']}: {len(cfg['seeds'])} seeds" + (f", {cfg['fold']} fold" if cfg["env"] == "cookingworld" else "")
+        title = f"{cfg['env']}: {len(cfg['seeds'])} seeds" + (f", {cfg['fold']} fold" if cfg["env"]
+                                                              == "cookingworld" else "")
         title += f", K={cfg['window']}" + (", interruptions" if cfg["interruptions"] else "")
         title += f", {cfg['attempts']} attempts" if cfg["attempts"] > 1 else ""
         title += ", lifelong memory" if cfg.get("lifelong") else ""
-        ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics], ylim=(0, 128),
-               ylabel="% of episodes", title=title)
+        ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics],
+               ylim=(0, 128), ylabel="% of episodes", title=title)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="upper center", ncol=len(conditions), frameon=False)
     figure.tight_layout()

@@ -1,16 +1,18 @@
-"""The episode's environment and memory over ROS: EnvStep to kitchen_sim_node, the memory topics
-and services to the memory nodes. Used by planner_node from its worker thread (an executor spins
-the node elsewhere); every call is bounded by ``timeout_s``.
+"""The episode's environment and memory over ROS.
+
+EnvStep to kitchen_sim_node, the memory topics and services to the memory nodes. Used by
+planner_node from its worker thread (an executor spins the node elsewhere); every call is bounded by
+``timeout_s``.
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Sequence
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.nodes import names
+from brainmem_ros.core.errors import BrainMemError
 from brainmem_ros.kitchen.base import EnvState
-from brainmem_ros.prompt import TaskState, render_merged, splice_task_section
+from brainmem_ros.core.prompt import TaskState, render_merged, splice_task_section
 
 __all__ = ["RosEnvironment", "RosMemory", "RosCallError"]
 
@@ -33,49 +35,65 @@ def _call(client, request, timeout_s: float):
 
 
 class RosEnvironment:
-    def __init__(self, node, agent_id: str, service: str = "/kitchen/step", timeout_s: float = 30.0):
+
+    def __init__(self, node, agent_id: str, service: str = names.KITCHEN_STEP,
+                 timeout_s: float = 30.0):
         from brainmem_ros.srv import EnvStep
 
         self.EnvStep, self.agent_id, self.timeout_s = EnvStep, agent_id, timeout_s
         self.client = node.create_client(EnvStep, service)
 
     def _state(self, r) -> EnvState:
-        return EnvState(r.task, r.observation, list(r.valid_actions), r.done, r.task_success, r.task_failed,
-                        {"failure": r.failure, "interrupted": r.interrupted, "timer_handled": r.interruption_handled})
+        return EnvState(r.task, r.observation, list(r.valid_actions), r.done, r.task_success,
+                        r.task_failed, {
+                            "failure": r.failure,
+                            "interrupted": r.interrupted,
+                            "timer_handled": r.interruption_handled
+                        })
 
     def reset(self, seed: int) -> EnvState:
-        return self._state(_call(self.client, self.EnvStep.Request(agent_id=self.agent_id, reset=True, seed=seed),
-                                 self.timeout_s))
+        return self._state(
+            _call(self.client, self.EnvStep.Request(agent_id=self.agent_id, reset=True, seed=seed),
+                  self.timeout_s))
 
     def step(self, action: str) -> EnvState:
-        return self._state(_call(self.client, self.EnvStep.Request(agent_id=self.agent_id, action=action),
-                                 self.timeout_s))
+        return self._state(
+            _call(self.client, self.EnvStep.Request(agent_id=self.agent_id, action=action),
+                  self.timeout_s))
 
 
 class RosMemory:
-    """The memory nodes as an episode's MemoryPort. ``record`` publishes the action result and, so
-    that the next recall sees it exactly as the in-process memory would, waits until the store
-    shows it (bounded)."""
+    """The memory nodes as an episode's MemoryPort.
 
-    def __init__(self, node, agent_id: str, top_k: int = 5, prompt_limit: int = 16, timeout_s: float = 30.0,
-                 language: str = "en", sync: bool = True):
+    ``record`` publishes the action result and, so that the next recall sees it exactly as the in-
+    process memory would, waits until the store shows it (bounded).
+    """
+
+    def __init__(self, node, agent_id: str, top_k: int = 5, prompt_limit: int = 16,
+                 timeout_s: float = 30.0, language: str = "en", sync: bool = True):
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
         from brainmem_ros.msg import ActionResult, Observation
         from brainmem_ros.srv import Consolidate, GetWorkingMemory, RetrieveMemory, UpdateGoal
 
-        self.node, self.agent_id, self.top_k, self.prompt_limit = node, agent_id, top_k, prompt_limit
+        self.node, self.agent_id = node, agent_id
+        self.top_k, self.prompt_limit = top_k, prompt_limit
         self.timeout_s, self.language, self.sync = timeout_s, language, sync
         self.msg = {"ActionResult": ActionResult, "Observation": Observation}
-        self.srv = {"RetrieveMemory": RetrieveMemory, "UpdateGoal": UpdateGoal, "Consolidate": Consolidate,
-                    "GetWorkingMemory": GetWorkingMemory}
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        self.actions = node.create_publisher(ActionResult, "/brainmem/action_result", qos)
-        self.observations = node.create_publisher(Observation, "/brainmem/observation", qos)
-        self.retrieve = node.create_client(RetrieveMemory, "/retrieve_memory")
-        self.goals = node.create_client(UpdateGoal, "/brainmem/update_goal")
-        self.consolidate = node.create_client(Consolidate, "/brainmem/consolidate")
-        self.working = node.create_client(GetWorkingMemory, "/brainmem/get_working_memory")
+        self.srv = {
+            "RetrieveMemory": RetrieveMemory,
+            "UpdateGoal": UpdateGoal,
+            "Consolidate": Consolidate,
+            "GetWorkingMemory": GetWorkingMemory
+        }
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+        self.actions = node.create_publisher(ActionResult, names.ACTION_RESULT, qos)
+        self.observations = node.create_publisher(Observation, names.OBSERVATION, qos)
+        self.retrieve = node.create_client(RetrieveMemory, names.RETRIEVE_MEMORY)
+        self.goals = node.create_client(UpdateGoal, names.UPDATE_GOAL)
+        self.consolidate = node.create_client(Consolidate, names.CONSOLIDATE)
+        self.working = node.create_client(GetWorkingMemory, names.GET_WORKING_MEMORY)
         self.started = 0.0
         self.goal_id = ""
         self._last_stamp = 0.0
@@ -85,8 +103,9 @@ class RosMemory:
         from brainmem_ros.msg import Goal
 
         UpdateGoal = self.srv["UpdateGoal"]
-        request = UpdateGoal.Request(operation=op, goal=Goal(agent_id=self.agent_id, id=goal_id, description=description,
-                                                             temporary=temporary), fresh_world=fresh_world)
+        request = UpdateGoal.Request(
+            operation=op, goal=Goal(agent_id=self.agent_id, id=goal_id, description=description,
+                                    temporary=temporary), fresh_world=fresh_world)
         return _call(self.goals, request, self.timeout_s).goal
 
     def begin(self, task: str) -> str:
@@ -102,8 +121,11 @@ class RosMemory:
         self._consolidate(goal_id, True)
 
     def _send(self, publisher, msg) -> float:
-        """Publish with a stamp after the last one's and return it: the store is asked for this stamp,
-        not for the text, which repeats (moving north twice, coming back to a room)."""
+        """Publish with a stamp after the last one's, and return the stamp.
+
+        Publish with a stamp after the last one's and return it: the store is asked for this stamp,
+        not for the text, which repeats (moving north twice, coming back to a room).
+        """
         from brainmem_ros.nodes.conversions import to_time
 
         self._last_stamp = max(time.time(), self._last_stamp + 1e-3)
@@ -114,42 +136,50 @@ class RosMemory:
     def record(self, action: str, result: str, success: bool) -> None:
         from brainmem_ros.nodes.conversions import from_time
 
-        stamp = self._send(self.actions, self.msg["ActionResult"](agent_id=self.agent_id, action=action,
-                                                                  success=success, result=result[:4000]))
+        stamp = self._send(
+            self.actions, self.msg["ActionResult"](agent_id=self.agent_id, action=action,
+                                                   success=success, result=result[:4000]))
         if self.sync:
-            self._await(lambda wm: any(abs(from_time(a.header.stamp) - stamp) < 1e-5 and a.action == action
-                                       for a in wm.recent_actions[-5:]))
+            self._await(lambda wm: any(
+                abs(from_time(a.header.stamp) - stamp) < 1e-5 and a.action == action
+                for a in wm.recent_actions[-5:]))
 
     def observe(self, text: str) -> None:
         from brainmem_ros.nodes.conversions import from_time
 
         if not text.strip():
             return
-        stamp = self._send(self.observations, self.msg["Observation"](agent_id=self.agent_id, text=text[:4000],
-                                                                      source="environment", confidence=1.0))
+        stamp = self._send(
+            self.observations, self.msg["Observation"](agent_id=self.agent_id, text=text[:4000],
+                                                       source="environment", confidence=1.0))
         if self.sync:
-            self._await(lambda wm: any(abs(from_time(t.created) - stamp) < 1e-5 and t.content == text[:4000]
-                                       for t in wm.traces[:5]))
+            self._await(lambda wm: any(
+                abs(from_time(t.created) - stamp) < 1e-5 and t.content == text[:4000]
+                for t in wm.traces[:5]))
 
     def _await(self, seen) -> None:
         GetWorkingMemory = self.srv["GetWorkingMemory"]
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
-            wm = _call(self.working, GetWorkingMemory.Request(agent_id=self.agent_id), self.timeout_s)
+            wm = _call(self.working, GetWorkingMemory.Request(agent_id=self.agent_id),
+                       self.timeout_s)
             if seen(wm):
                 return
             time.sleep(0.005)
-        raise RosCallError(f"the store did not show the agent's last event within {self.timeout_s} s")
+        raise RosCallError(
+            f"the store did not show the agent's last event within {self.timeout_s} s")
 
     def recall(self, queries: Sequence[str], context: str) -> str:
-        from brainmem_ros.nodes.conversions import from_time, recall_from_msg
+        from brainmem_ros.nodes.conversions import recall_from_msg
 
         RetrieveMemory = self.srv["RetrieveMemory"]
         results, state_prompt = [], ""
         for query in queries:
-            r = _call(self.retrieve, RetrieveMemory.Request(agent_id=self.agent_id, query=query[:4000], context=context,
-                                                            top_k=self.top_k, include_working=True,
-                                                            since=self.started), self.timeout_s)
+            r = _call(
+                self.retrieve,
+                RetrieveMemory.Request(agent_id=self.agent_id, query=query[:4000], context=context,
+                                       top_k=self.top_k, include_working=True, since=self.started),
+                self.timeout_s)
             results.append(([recall_from_msg(m) for m in r.memories], list(r.warnings)))
             state_prompt = state_prompt or r.memory_prompt
         merged = render_merged(results, TaskState(), time.time(), self.language, self.prompt_limit)
@@ -161,13 +191,18 @@ class RosMemory:
         self._consolidate(goal_id, success)
 
     def _consolidate(self, goal_id: str, success: bool) -> None:
-        """Learn from a finished goal before the next step, as the in-process memory does inside
-        finish_goal. consolidation_node asks too, on the goal event, and may be first; waiting for
-        it instead would let the next recall race its answer."""
+        """Learn from a finished goal before the next step.
+
+        As the in-process memory does inside finish_goal. consolidation_node asks too, on the goal
+        event, and may be first; waiting for it instead would let the next recall race its answer.
+        """
         Consolidate = self.srv["Consolidate"]
         try:
-            _call(self.consolidate, Consolidate.Request(agent_id=self.agent_id, reason="goal_completed" if success
-                                                        else "goal_failed", goal_id=goal_id), self.timeout_s)
+            _call(
+                self.consolidate,
+                Consolidate.Request(agent_id=self.agent_id,
+                                    reason="goal_completed" if success else "goal_failed",
+                                    goal_id=goal_id), self.timeout_s)
         except RosCallError as exc:
             if "already consolidated" not in str(exc) and "has not finished" not in str(exc):
                 raise

@@ -24,20 +24,25 @@ __all__ = ["EvalSettings", "evaluate", "parse_seeds", "table"]
 
 
 class EvalSettings:
-    def __init__(self, env: str = "kitchen", conditions: Sequence[str] = CONDITIONS, window: int = 5,
-                 seeds: Sequence[int] = tuple(range(10)), max_steps: int = 100, attempts: int = 1,
-                 interruptions: bool = False, fold: str = "dev", game_params: str = "", top_k: int = 5,
-                 planner: str = "scripted", config_path: str = "", lifelong: bool = False):
+
+    def __init__(self, env: str = "kitchen", conditions: Sequence[str] = CONDITIONS,
+                 window: int = 5, seeds: Sequence[int] = tuple(range(10)), max_steps: int = 100,
+                 attempts: int = 1, interruptions: bool = False, fold: str = "dev",
+                 game_params: str = "", top_k: int = 5, planner: str = "scripted",
+                 config_path: str = "", lifelong: bool = False):
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown or not conditions:
             raise ValueError(f"unknown condition(s) {unknown}; choose from {', '.join(CONDITIONS)}")
         if window < 0 or max_steps < 1 or attempts < 1 or not seeds:
-            raise ValueError("window must be >= 0, max_steps and attempts >= 1, and seeds not empty")
+            raise ValueError(
+                "window must be >= 0, max_steps and attempts >= 1, and seeds not empty")
         if env == "cookingworld" and fold == "test":
             pass  # allowed for acceptance; tuning happens on train and dev
-        self.env, self.conditions, self.window, self.seeds = env, tuple(conditions), window, tuple(seeds)
+        self.env, self.conditions, self.window = env, tuple(conditions), window
+        self.seeds = tuple(seeds)
         self.max_steps, self.attempts, self.interruptions = max_steps, attempts, interruptions
-        self.fold, self.game_params, self.top_k, self.planner, self.config_path = fold, game_params, top_k, planner, config_path
+        self.fold, self.game_params, self.top_k = fold, game_params, top_k
+        self.planner, self.config_path = planner, config_path
         self.lifelong = lifelong
 
     def to_dict(self) -> dict:
@@ -45,7 +50,7 @@ class EvalSettings:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """"0-29" -> 0..29; "1,4,7" and "0-4,9" work too."""
+    """Parse seeds: "0-29" is 0..29; "1,4,7" and "0-4,9" work too."""
     seeds: list[int] = []
     try:
         for part in text.split(","):
@@ -56,7 +61,8 @@ def parse_seeds(text: str) -> list[int]:
             elif part:
                 seeds.append(int(part))
     except ValueError:
-        raise ValueError(f"seeds must be non-negative integers or ranges like 0-29, got {text!r}") from None
+        raise ValueError(
+            f"seeds must be non-negative integers or ranges like 0-29, got {text!r}") from None
     if not seeds or min(seeds) < 0:
         raise ValueError(f"seeds must be non-negative integers or ranges like 0-29, got {text!r}")
     return seeds
@@ -69,7 +75,10 @@ def make_env(settings: EvalSettings):
     if settings.env == "cookingworld":
         from brainmem_ros.kitchen.cookingworld import DEFAULT_GAME_PARAMS
 
-        options = {"fold": settings.fold, "game_params": settings.game_params or DEFAULT_GAME_PARAMS}
+        options = {
+            "fold": settings.fold,
+            "game_params": settings.game_params or DEFAULT_GAME_PARAMS
+        }
     env = make_environment(settings.env, **options)
     return Interruptions(env) if settings.interruptions else env
 
@@ -90,12 +99,13 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
              on_episode: Optional[Callable[[EpisodeRecord], None]] = None) -> dict:
     from tqdm import tqdm
 
-    from brainmem_ros.config import MemoryConfig
-    from brainmem_ros.embedding import MiniLMEmbedder
+    from brainmem_ros.core.config import MemoryConfig
+    from brainmem_ros.core.embedding import MiniLMEmbedder
     from brainmem_ros.evaluation.memory_port import InProcessMemory
-    from brainmem_ros.memory import BrainMemory
+    from brainmem_ros.core.memory import BrainMemory
 
-    config = MemoryConfig.from_yaml(settings.config_path) if settings.config_path else MemoryConfig()
+    config = MemoryConfig.from_yaml(
+        settings.config_path) if settings.config_path else MemoryConfig()
     env = make_env(settings)
     planner = make_planner(settings)
     if "brainmem" in settings.conditions and embedder is None:
@@ -106,8 +116,9 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
         with tempfile.TemporaryDirectory(prefix="brainmem-eval-") as folder:
             for condition in settings.conditions:
                 records: list[EpisodeRecord] = []
-                bar = tqdm(total=len(settings.seeds) * settings.attempts, desc=f"{settings.env}/{condition}",
-                           unit="ep", disable=not progress, leave=True)
+                bar = tqdm(total=len(settings.seeds) * settings.attempts,
+                           desc=f"{settings.env}/{condition}", unit="ep", disable=not progress,
+                           leave=True)
                 store = BrainMemory(config, embedder, Path(folder) / f"{condition}.db") \
                     if condition == "brainmem" else None
                 try:
@@ -116,13 +127,14 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
                         memory = InProcessMemory(store, agent_id=agent, top_k=settings.top_k) \
                             if store is not None else None
                         for attempt in range(settings.attempts):
-                            record = run_episode(env, planner, condition, seed, settings.window, settings.max_steps,
-                                                 memory, attempt, settings.env)
+                            record = run_episode(env, planner, condition, seed, settings.window,
+                                                 settings.max_steps, memory, attempt, settings.env)
                             records.append(record)
                             if on_episode:
                                 on_episode(record)
                             bar.update(1)
-                            bar.set_postfix(success=f"{sum(r.success for r in records)}/{len(records)}")
+                            bar.set_postfix(
+                                success=f"{sum(r.success for r in records)}/{len(records)}")
                 finally:
                     if store is not None:
                         store.close()
@@ -143,12 +155,15 @@ def _fmt(value, percent: bool = True) -> str:
 
 
 def table(report: dict) -> str:
-    head = f"{'condition':10} {'episodes':>8} {'success':>8} {'steps':>6} {'recovery':>9} {'repeat-fail':>11} {'retrieve p50':>12}"
+    head = (f"{'condition':10} {'episodes':>8} {'success':>8} {'steps':>6} {'recovery':>9} "
+            f"{'repeat-fail':>11} {'retrieve p50':>12}")
     lines = [head, "-" * len(head)]
     for name, c in report["conditions"].items():
         p50 = f"{c['retrieve_p50_ms']:.1f} ms" if c.get("retrieve_p50_ms") is not None else "-"
-        lines.append(f"{name:10} {c['episodes']:>8} {_fmt(c['success_rate']):>8} {c['mean_steps']:>6.1f} "
-                     f"{_fmt(c['interruption_recovery_rate']):>9} {_fmt(c['repeat_failure_rate']):>11} {p50:>12}")
+        lines.append(
+            f"{name:10} {c['episodes']:>8} {_fmt(c['success_rate']):>8} {c['mean_steps']:>6.1f} "
+            f"{_fmt(c['interruption_recovery_rate']):>9} {_fmt(c['repeat_failure_rate']):>11} "
+            f"{p50:>12}")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""``brainmem-ros eval --via-ros``: the same episodes through the ROS nodes, each in its own process.
+"""``brainmem-ros eval --via-ros``: the same episodes through the ROS nodes, one process each.
 
 The memory nodes (``brainmem-ros bringup``), ``kitchen_sim_node`` and, per condition, a
 ``planner_node`` talk over DDS exactly as on a robot. The planner writes its episode records; the
@@ -26,7 +26,6 @@ from brainmem_ros.evaluation.runner import EvalSettings
 
 __all__ = ["evaluate_via_ros", "NodeProcesses"]
 
-
 TIMER_OFF_S = 86400.0  # the longest period the parameter accepts: no tick within an evaluation
 
 
@@ -35,42 +34,54 @@ def _python_module(module: str, *ros_args: str) -> list[str]:
 
 
 class NodeProcesses:
-    """The memory nodes and the kitchen as child processes; stopped (SIGINT, then SIGKILL) on exit."""
+    """The memory nodes and the kitchen as child processes.
 
-    def __init__(self, settings: EvalSettings, folder: Path, log=sys.stderr, consolidation_timer: bool = False):
+    Stopped (SIGINT, then SIGKILL) on exit.
+    """
+
+    def __init__(self, settings: EvalSettings, folder: Path, log=sys.stderr,
+                 consolidation_timer: bool = False):
         self.settings, self.folder, self.log = settings, folder, log
         self.consolidation_timer = consolidation_timer
         self.children: list[subprocess.Popen] = []
 
     def __enter__(self) -> "NodeProcesses":
         ready = self.folder / "memory.ready"
-        memory = [sys.executable, "-m", "brainmem_ros.cli", "bringup", "--store", str(self.folder / "memory.db"),
-                  "--ready-file", str(ready)]
+        memory = [
+            sys.executable, "-m", "brainmem_ros.cli", "bringup", "--store",
+            str(self.folder / "memory.db"), "--ready-file",
+            str(ready)
+        ]
         if self.settings.config_path:
             memory += ["--config", self.settings.config_path]
         if not self.consolidation_timer:
             memory += ["--ros-args", "-p", f"consolidation.period_s:={TIMER_OFF_S}"]
         self._start(memory, "memory")
-        sim = ["-p", f"env:={self.settings.env}", "-p", f"fold:={self.settings.fold}",
-               "-p", f"interruptions:={str(self.settings.interruptions).lower()}"]
+        sim = [
+            "-p", f"env:={self.settings.env}", "-p", f"fold:={self.settings.fold}", "-p",
+            f"interruptions:={str(self.settings.interruptions).lower()}"
+        ]
         if self.settings.game_params:
             sim += ["-p", f"game_params:={self.settings.game_params}"]
         self._start(_python_module("brainmem_ros.nodes.kitchen_sim_node", *sim), "kitchen")
         deadline = time.monotonic() + 120.0
         while not ready.exists():
             if time.monotonic() > deadline or any(c.poll() is not None for c in self.children):
-                # __exit__ is not called when __enter__ raises: stop what did start, or it would live
-                # on and answer the next run's requests over DDS.
+                # __exit__ is not called when __enter__ raises: stop what did start, or it would
+                # live on and answer the next run's requests over DDS.
                 self.__exit__(None, None, None)
-                tails = "\n".join(f"--- {name}.log:\n" + "".join((self.folder / f"{name}.log").read_text(
-                    errors="replace").splitlines(keepends=True)[-15:]) for name in ("memory", "kitchen"))
+                tails = "\n".join(f"--- {name}.log:\n" +
+                                  "".join((self.folder / f"{name}.log").read_text(
+                                      errors="replace").splitlines(keepends=True)[-15:])
+                                  for name in ("memory", "kitchen"))
                 raise RuntimeError(f"the memory nodes or the kitchen did not start:\n{tails}")
             time.sleep(0.2)
         return self
 
     def _start(self, command: list[str], name: str) -> subprocess.Popen:
         out = open(self.folder / f"{name}.log", "w")
-        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
         self.children.append(child)
         return child
 
@@ -87,31 +98,37 @@ class NodeProcesses:
 
 
 def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]:
-    return _python_module(
-        "brainmem_ros.nodes.planner_node", "-p", f"backend:={settings.planner}", "-p", f"condition:={condition}",
-        "-p", f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p", f"attempts:={settings.attempts}",
-        "-p", f"lifelong:={str(settings.lifelong).lower()}",
-        "-p", f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}", "-p", f"top_k:={settings.top_k}",
-        "-p", f"agent_id:=robot-{condition}", "-p", f"results_file:={results}", "-p", "exit_when_done:=true",
-        "-r", "__node:=planner_" + condition)
+    return _python_module("brainmem_ros.nodes.planner_node", "-p", f"backend:={settings.planner}",
+                          "-p", f"condition:={condition}", "-p",
+                          f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p",
+                          f"attempts:={settings.attempts}", "-p",
+                          f"lifelong:={str(settings.lifelong).lower()}", "-p",
+                          f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}",
+                          "-p", f"top_k:={settings.top_k}", "-p", f"agent_id:=robot-{condition}",
+                          "-p", f"results_file:={results}", "-p", "exit_when_done:=true", "-r",
+                          "__node:=planner_" + condition)
 
 
 def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: float = 3600.0,
                      consolidation_timer: bool = False) -> dict:
     from tqdm import tqdm
 
-    report = {"config": dict(settings.to_dict(), via_ros=True, consolidation_timer=consolidation_timer),
-              "conditions": {}}
+    report = {
+        "config": dict(settings.to_dict(), via_ros=True, consolidation_timer=consolidation_timer),
+        "conditions": {}
+    }
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="brainmem-eval-ros-") as name:
         folder = Path(name)
         with NodeProcesses(settings, folder, consolidation_timer=consolidation_timer):
             for condition in settings.conditions:
                 results = folder / f"{condition}.json"
-                bar = tqdm(total=len(settings.seeds) * settings.attempts, desc=f"{settings.env}/{condition} (ROS)",
-                           unit="ep", disable=not progress)
-                child = subprocess.Popen(_planner(settings, condition, results), stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                bar = tqdm(total=len(settings.seeds) * settings.attempts,
+                           desc=f"{settings.env}/{condition} (ROS)", unit="ep",
+                           disable=not progress)
+                child = subprocess.Popen(_planner(settings, condition, results),
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         text=True, start_new_session=True)
                 deadline = time.monotonic() + timeout_s
                 log = []
                 for line in child.stdout:
@@ -124,7 +141,8 @@ def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: f
                 child.wait()
                 bar.close()
                 if not results.exists():
-                    raise RuntimeError(f"planner_node ({condition}) wrote no results; its log:\n" + "".join(log[-40:]))
+                    raise RuntimeError(f"planner_node ({condition}) wrote no results; its log:\n" +
+                                       "".join(log[-40:]))
                 rows = json.loads(results.read_text())
                 errors = [r for r in rows if "error" in r]
                 if errors:

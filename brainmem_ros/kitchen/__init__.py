@@ -7,11 +7,18 @@ from brainmem_ros.kitchen.base import Environment, EnvState, EnvironmentError_
 from brainmem_ros.kitchen.interruption import Interruptions
 from brainmem_ros.kitchen.world import KitchenWorld, TASKS
 
-__all__ = ["Environment", "EnvState", "EnvironmentError_", "Interruptions", "KitchenWorld", "TASKS", "make_environment"]
+__all__ = [
+    "Environment", "EnvState", "EnvironmentError_", "Interruptions", "KitchenWorld", "TASKS",
+    "make_environment"
+]
 
 
 def make_environment(name: str, **options) -> Environment:
-    """``kitchen`` or ``cookingworld``; options are the environment's own (fold, game_params, tasks...)."""
+    """Make an environment by name: ``kitchen`` or ``cookingworld``.
+
+    ``kitchen`` or ``cookingworld``; options are the environment's own (fold, game_params,
+    tasks...).
+    """
     if name == "kitchen":
         params = options.pop("game_params", "")
         options.pop("fold", None)  # the kitchen has no folds: seeds are the episodes

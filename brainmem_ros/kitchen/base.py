@@ -8,13 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.core.errors import BrainMemError
 
 __all__ = ["EnvState", "Environment", "EnvironmentError_"]
 
 
 class EnvironmentError_(BrainMemError):
-    """The environment could not be created or stepped (missing dependency, bad seed, no episode)."""
+    """The environment could not be created or stepped.
+
+    The environment could not be created or stepped (missing dependency, bad seed, no episode).
+    """
 
 
 @dataclass
@@ -25,14 +28,18 @@ class EnvState:
     done: bool = False
     success: bool = False
     failed: bool = False
-    info: dict = field(default_factory=dict)  # for the harness's bookkeeping; never shown to a planner
+    info: dict = field(
+        default_factory=dict)  # for the harness's bookkeeping; never shown to a planner
 
 
 class Environment(Protocol):
     name: str
 
-    def reset(self, seed: int) -> EnvState: ...
+    def reset(self, seed: int) -> EnvState:
+        ...
 
-    def step(self, action: str) -> EnvState: ...
+    def step(self, action: str) -> EnvState:
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        ...

@@ -9,35 +9,45 @@ from brainmem_ros.kitchen.base import EnvState, EnvironmentError_
 
 __all__ = ["CookingWorld", "DEFAULT_GAME_PARAMS"]
 
-DEFAULT_GAME_PARAMS = "numLocations=8,numIngredients=4,numDistractorItems=5,includeDoors=0,limitInventorySize=0"
+DEFAULT_GAME_PARAMS = ("numLocations=8,numIngredients=4,numDistractorItems=5,includeDoors=0,"
+                       "limitInventorySize=0")
 FOLDS = ("train", "dev", "test")
 
 
 class CookingWorld:
     name = "cookingworld"
 
-    def __init__(self, fold: str = "dev", game_params: str = DEFAULT_GAME_PARAMS, step_limit: int = 1000):
+    def __init__(self, fold: str = "dev", game_params: str = DEFAULT_GAME_PARAMS,
+                 step_limit: int = 1000):
         if fold not in FOLDS:
             raise EnvironmentError_(f"fold must be one of {', '.join(FOLDS)}, got {fold!r}")
         try:
             from textworld_express import TextWorldExpressEnv
         except ImportError as exc:
-            raise EnvironmentError_(f"CookingWorld needs textworld-express (pip install textworld-express): {exc}") from exc
+            raise EnvironmentError_(
+                f"CookingWorld needs textworld-express (pip install textworld-express): {exc}"
+            ) from exc
         try:
             self.env = TextWorldExpressEnv(envStepLimit=step_limit)
             self.env.load(gameName="cookingworld", gameParams=game_params)
         except Exception as exc:  # the Java side reports everything as py4j errors
-            raise EnvironmentError_(f"TextWorldExpress did not start (is Java 17 installed?): {exc}") from exc
+            raise EnvironmentError_(
+                f"TextWorldExpress did not start (is Java 17 installed?): {exc}") from exc
         self.fold, self.game_params = fold, game_params
-        getter = {"train": self.env.getValidSeedsTrain, "dev": self.env.getValidSeedsDev,
-                  "test": self.env.getValidSeedsTest}[fold]
+        getter = {
+            "train": self.env.getValidSeedsTrain,
+            "dev": self.env.getValidSeedsDev,
+            "test": self.env.getValidSeedsTest
+        }[fold]
         self.seeds = list(getter())
         self.task = ""
 
     def reset(self, seed: int) -> EnvState:
         if not 0 <= seed < len(self.seeds):
-            raise EnvironmentError_(f"seed {seed} outside the {self.fold} fold's {len(self.seeds)} games")
-        obs, infos = self.env.reset(seed=self.seeds[seed], gameFold=self.fold, generateGoldPath=False)
+            raise EnvironmentError_(
+                f"seed {seed} outside the {self.fold} fold's {len(self.seeds)} games")
+        obs, infos = self.env.reset(seed=self.seeds[seed], gameFold=self.fold,
+                                    generateGoldPath=False)
         self.task = infos["taskDescription"]
         return self._state(obs, infos, "")
 
@@ -49,8 +59,11 @@ class CookingWorld:
 
     def _state(self, obs: str, infos: dict, action: str) -> EnvState:
         success, failed = bool(infos.get("tasksuccess")), bool(infos.get("taskfailure"))
-        return EnvState(self.task, obs.strip(), sorted(infos.get("validActions", [])), success or failed,
-                        success, failed, {"failure": action if failed else "", "score": infos.get("score", 0.0)})
+        return EnvState(self.task, obs.strip(), sorted(infos.get("validActions", [])), success
+                        or failed, success, failed, {
+                            "failure": action if failed else "",
+                            "score": infos.get("score", 0.0)
+                        })
 
     def close(self) -> None:
         try:

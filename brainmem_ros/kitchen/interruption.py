@@ -50,13 +50,15 @@ class Interruptions:
 
     def step(self, action: str) -> EnvState:
         if self.over:
-            return EnvState(self.last.task, "The episode is over.", [], True, self.last.success, self.last.failed,
-                            dict(self.last.info))
+            return EnvState(self.last.task, "The episode is over.", [], True, self.last.success,
+                            self.last.failed, dict(self.last.info))
         self.steps += 1
-        if action.strip().lower() == SWITCH_OFF and self._pending() and self.room == self.timer_room:
+        if action.strip().lower() == SWITCH_OFF and self._pending(
+        ) and self.room == self.timer_room:
             self.handled = True
             state = EnvState(self.last.task, "You switch off the timer. The ringing stops.",
-                             [a for a in self.last.valid_actions if a != SWITCH_OFF], info=dict(self.last.info))
+                             [a for a in self.last.valid_actions if a != SWITCH_OFF],
+                             info=dict(self.last.info))
             return self._wrap(state, "", tracked=True)
         return self._wrap(self.env.step(action), action)
 
@@ -69,20 +71,22 @@ class Interruptions:
             if others:
                 self.timer_room = self.rng.choice(others)
                 self.rang_at = self.steps
-                note = f"\nA timer rings in the {self.timer_room}! Switch off the timer, then carry on."
+                note = (f"\nA timer rings in the {self.timer_room}! "
+                        "Switch off the timer, then carry on.")
         elif self._pending() and not state.done:
             if self.steps - self.rang_at >= self.patience:
-                state = EnvState(state.task, state.observation + "\nThe timer has been ringing for too long: "
-                                 "the pot on the stove boils over. The task has failed.", [], True, False, True,
-                                 dict(state.info, failure="timer_ignored"))
+                state = EnvState(
+                    state.task, state.observation + "\nThe timer has been ringing for too long: "
+                    "the pot on the stove boils over. The task has failed.", [], True, False, True,
+                    dict(state.info, failure="timer_ignored"))
             elif self.steps - self.rang_at in (8, 16):
                 note = f"\nThe timer is still ringing in the {self.timer_room}."
         valid = list(state.valid_actions)
         if self._pending() and self.room == self.timer_room and not state.done:
             valid.append(SWITCH_OFF)
         info = dict(state.info, interrupted=self.rang_at >= 0, timer_handled=self.handled)
-        self.last = EnvState(state.task, state.observation + note, sorted(set(valid)), state.done, state.success,
-                             state.failed, info)
+        self.last = EnvState(state.task, state.observation + note, sorted(set(valid)), state.done,
+                             state.success, state.failed, info)
         self.over = state.done
         return self.last
 

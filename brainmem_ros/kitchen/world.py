@@ -33,21 +33,28 @@ ROOMS = {
     "dining room": [("dining table", "surface"), ("sideboard", "container")],
     "hallway": [("shoe cabinet", "container"), ("side table", "surface")],
     "living room": [("coffee table", "surface"), ("bookcase", "surface"), ("chest", "container")],
-    "laundry room": [("work table", "surface"), ("laundry basket", "container"), ("utility sink", "surface")],
+    "laundry room": [("work table", "surface"), ("laundry basket", "container"),
+                     ("utility sink", "surface")],
 }
-MASS = {"butter", "cheese", "lettuce", "coffee beans", "olive oil", "jam", "milk", "mustard", "ham", "salt"}
-DISTRACTORS = ["jam", "milk", "mustard", "ham", "red apple", "banana", "sock", "stapler", "remote control",
-               "newspaper", "umbrella", "salt", "candle", "teapot", "spoon", "fork"]
+MASS = {
+    "butter", "cheese", "lettuce", "coffee beans", "olive oil", "jam", "milk", "mustard", "ham",
+    "salt"
+}
+DISTRACTORS = [
+    "jam", "milk", "mustard", "ham", "red apple", "banana", "sock", "stapler", "remote control",
+    "newspaper", "umbrella", "salt", "candle", "teapot", "spoon", "fork"
+]
 
 
 @dataclass(frozen=True)
 class Step:
     """One direction of a recipe: the action text, what must be in hand, where it can be done."""
+
     action: str
     needs: tuple[str, ...] = ()
     tool: str = ""
-    at: str = ""          # a fixture that must be in the current room
-    stage: int = 0        # steps of a later stage need every step of the earlier stages done
+    at: str = ""  # a fixture that must be in the current room
+    stage: int = 0  # steps of a later stage need every step of the earlier stages done
     message: str = ""
 
 
@@ -57,45 +64,60 @@ class Task:
     text: str
     ingredients: tuple[str, ...]
     steps: tuple[Step, ...]
-    homes: dict               # item -> fixtures it may start on or in
-    hazard: str = ""          # which hidden hazard this task can carry
+    homes: dict  # item -> fixtures it may start on or in
+    hazard: str = ""  # which hidden hazard this task can carry
 
 
 def _sandwich() -> Task:
     return Task(
         "sandwich",
-        "Make a sandwich and serve it on the dining table. The recipe card in the kitchen says how.",
+        "Make a sandwich and serve it on the dining table. "
+        "The recipe card in the kitchen says how.",
         ("bread", "butter", "cheese", "tomato", "lettuce"),
-        (Step("slice bread", ("bread",), "knife", stage=0, message="You slice the bread."),
-         Step("spread butter on bread", ("butter", "bread"), "knife", stage=1, message="You spread the butter on the bread."),
-         Step("put cheese on bread", ("cheese", "bread"), stage=2, message="You put the cheese on the bread."),
-         Step("put tomato on bread", ("tomato", "bread"), stage=2, message="You put the tomato on the bread."),
-         Step("put lettuce on bread", ("lettuce", "bread"), stage=2, message="You put the lettuce on the bread."),
-         Step("serve sandwich on dining table", ("bread",), at="dining table", stage=3,
-              message="You serve the sandwich on the dining table.")),
-        {"bread": ["bread bin", "shelf", "counter"], "butter": ["fridge"], "cheese": ["fridge", "sideboard"],
-         "tomato": ["counter", "shelf", "dining table", "fridge"], "lettuce": ["fridge", "work table", "shelf"],
-         "knife": ["cutlery drawer", "counter", "dining table", "sideboard"]},
-        hazard="layering")
+        (Step("slice bread", ("bread", ), "knife", stage=0, message="You slice the bread."),
+         Step("spread butter on bread",
+              ("butter", "bread"), "knife", stage=1, message="You spread the butter on the bread."),
+         Step("put cheese on bread",
+              ("cheese", "bread"), stage=2, message="You put the cheese on the bread."),
+         Step("put tomato on bread",
+              ("tomato", "bread"), stage=2, message="You put the tomato on the bread."),
+         Step("put lettuce on bread",
+              ("lettuce", "bread"), stage=2, message="You put the lettuce on the bread."),
+         Step("serve sandwich on dining table", ("bread", ), at="dining table", stage=3,
+              message="You serve the sandwich on the dining table.")), {
+                  "bread": ["bread bin", "shelf", "counter"],
+                  "butter": ["fridge"],
+                  "cheese": ["fridge", "sideboard"],
+                  "tomato": ["counter", "shelf", "dining table", "fridge"],
+                  "lettuce": ["fridge", "work table", "shelf"],
+                  "knife": ["cutlery drawer", "counter", "dining table", "sideboard"]
+              }, hazard="layering")
 
 
 def _coffee() -> Task:
     return Task(
         "coffee_and_counter",
-        "Make a cup of coffee, then clean the kitchen counter. The recipe card in the kitchen says how.",
-        ("mug", "water jug", "coffee beans", "sponge"),
-        (Step("put mug under coffee machine", ("mug",), at="coffee machine", message="You put the mug under the coffee machine."),
-         Step("fill coffee machine with water", ("water jug",), at="coffee machine",
+        "Make a cup of coffee, then clean the kitchen counter. The recipe card in the kitchen "
+        "says how.", ("mug", "water jug", "coffee beans", "sponge"),
+        (Step("put mug under coffee machine",
+              ("mug", ), at="coffee machine", message="You put the mug under the coffee machine."),
+         Step("fill coffee machine with water", ("water jug", ), at="coffee machine",
               message="You fill the coffee machine with water."),
-         Step("put coffee beans in coffee machine", ("coffee beans",), at="coffee machine",
+         Step("put coffee beans in coffee machine", ("coffee beans", ), at="coffee machine",
               message="You put the coffee beans in the coffee machine."),
-         Step("switch on coffee machine", (), at="coffee machine", message="You switch on the coffee machine."),
-         Step("brew coffee", (), at="coffee machine", stage=1, message="You brew the coffee. The mug fills up."),
-         Step("wipe counter with sponge", ("sponge",), at="counter", stage=2, message="You wipe the counter with the sponge."),
-         Step("rinse sponge in sink", ("sponge",), at="sink", stage=3, message="You rinse the sponge in the sink. The counter is clean.")),
-        {"mug": ["cupboard", "sideboard", "dining table", "coffee table"], "water jug": ["counter", "shelf", "utility sink"],
-         "coffee beans": ["cupboard", "shelf", "spice rack"], "sponge": ["utility sink", "work table", "laundry basket"]},
-        hazard="short_circuit")
+         Step("switch on coffee machine",
+              (), at="coffee machine", message="You switch on the coffee machine."),
+         Step("brew coffee",
+              (), at="coffee machine", stage=1, message="You brew the coffee. The mug fills up."),
+         Step("wipe counter with sponge",
+              ("sponge", ), at="counter", stage=2, message="You wipe the counter with the sponge."),
+         Step("rinse sponge in sink", ("sponge", ), at="sink", stage=3,
+              message="You rinse the sponge in the sink. The counter is clean.")), {
+                  "mug": ["cupboard", "sideboard", "dining table", "coffee table"],
+                  "water jug": ["counter", "shelf", "utility sink"],
+                  "coffee beans": ["cupboard", "shelf", "spice rack"],
+                  "sponge": ["utility sink", "work table", "laundry basket"]
+              }, hazard="short_circuit")
 
 
 def _salad() -> Task:
@@ -103,18 +125,27 @@ def _salad() -> Task:
         "salad",
         "Make a salad and serve it on the dining table. The recipe card in the kitchen says how.",
         ("lettuce", "cucumber", "tomato", "olive oil", "bowl"),
-        (Step("wash lettuce in sink", ("lettuce",), at="sink", message="You wash the lettuce in the sink."),
-         Step("chop cucumber", ("cucumber",), "knife", message="You chop the cucumber."),
-         Step("chop tomato", ("tomato",), "knife", message="You chop the tomato."),
-         Step("put lettuce in bowl", ("lettuce", "bowl"), stage=1, message="You put the lettuce in the bowl."),
-         Step("put cucumber in bowl", ("cucumber", "bowl"), stage=1, message="You put the cucumber in the bowl."),
-         Step("put tomato in bowl", ("tomato", "bowl"), stage=1, message="You put the tomato in the bowl."),
-         Step("pour olive oil on salad", ("olive oil", "bowl"), stage=2, message="You pour the olive oil on the salad."),
-         Step("serve salad on dining table", ("bowl",), at="dining table", stage=3,
-              message="You serve the salad on the dining table.")),
-        {"lettuce": ["fridge", "work table"], "cucumber": ["fridge", "shelf", "counter"],
-         "tomato": ["counter", "shelf", "fridge", "dining table"], "olive oil": ["spice rack", "cupboard", "shelf"],
-         "bowl": ["cupboard", "sideboard", "chest"], "knife": ["cutlery drawer", "counter", "sideboard"]})
+        (Step("wash lettuce in sink",
+              ("lettuce", ), at="sink", message="You wash the lettuce in the sink."),
+         Step("chop cucumber", ("cucumber", ), "knife", message="You chop the cucumber."),
+         Step("chop tomato", ("tomato", ), "knife", message="You chop the tomato."),
+         Step("put lettuce in bowl",
+              ("lettuce", "bowl"), stage=1, message="You put the lettuce in the bowl."),
+         Step("put cucumber in bowl",
+              ("cucumber", "bowl"), stage=1, message="You put the cucumber in the bowl."),
+         Step("put tomato in bowl",
+              ("tomato", "bowl"), stage=1, message="You put the tomato in the bowl."),
+         Step("pour olive oil on salad",
+              ("olive oil", "bowl"), stage=2, message="You pour the olive oil on the salad."),
+         Step("serve salad on dining table", ("bowl", ), at="dining table", stage=3,
+              message="You serve the salad on the dining table.")), {
+                  "lettuce": ["fridge", "work table"],
+                  "cucumber": ["fridge", "shelf", "counter"],
+                  "tomato": ["counter", "shelf", "fridge", "dining table"],
+                  "olive oil": ["spice rack", "cupboard", "shelf"],
+                  "bowl": ["cupboard", "sideboard", "chest"],
+                  "knife": ["cutlery drawer", "counter", "sideboard"]
+              })
 
 
 TASKS = {t.name: t for t in (_sandwich(), _coffee(), _salad())}
@@ -142,14 +173,18 @@ def _listing(items: list[str]) -> str:
 
 
 class KitchenWorld:
-    """Seeded text kitchen. ``reset(seed)`` lays out rooms, picks the task (``tasks`` cycle by seed),
-    the recipe order (hazardous with probability ``hazard_rate``), the distractors and the step at
-    which someone moves an ingredient (probability ``move_rate``)."""
+    """Seeded text kitchen.
+
+    ``reset(seed)`` lays out rooms, picks the task (``tasks`` cycle by seed), the recipe order
+    (hazardous with probability ``hazard_rate``), the distractors and the step at which someone
+    moves an ingredient (probability ``move_rate``).
+    """
 
     name = "kitchen"
 
-    def __init__(self, tasks: tuple[str, ...] = ("sandwich", "coffee_and_counter", "salad"), rooms: int = 6,
-                 distractors: int = 6, hazard_rate: float = 0.1, move_rate: float = 0.7):
+    def __init__(self, tasks: tuple[str, ...] = ("sandwich", "coffee_and_counter", "salad"),
+                 rooms: int = 6, distractors: int = 6, hazard_rate: float = 0.1,
+                 move_rate: float = 0.7):
         unknown = [t for t in tasks if t not in TASKS]
         if unknown or not tasks:
             raise EnvironmentError_(f"unknown kitchen task(s) {unknown}; known: {', '.join(TASKS)}")
@@ -157,20 +192,27 @@ class KitchenWorld:
             raise EnvironmentError_(f"rooms must be between 3 and {len(ROOMS)}, got {rooms}")
         self.tasks, self.n_rooms, self.n_distractors = tuple(tasks), rooms, distractors
         if not (0.0 <= hazard_rate <= 1.0 and 0.0 <= move_rate <= 1.0) or distractors < 0:
-            raise EnvironmentError_("hazard_rate and move_rate must lie in [0, 1], distractors must be >= 0")
+            raise EnvironmentError_(
+                "hazard_rate and move_rate must lie in [0, 1], distractors must be >= 0")
         self.hazard_rate, self.move_rate = hazard_rate, move_rate
         self.task: Optional[Task] = None
 
     @classmethod
     def from_params(cls, text: str) -> "KitchenWorld":
         """``"hazard_rate=1.0,rooms=5,tasks=sandwich+salad"`` (the ``--game-params`` syntax)."""
-        kinds = {"rooms": int, "distractors": int, "hazard_rate": float, "move_rate": float,
-                 "tasks": lambda v: tuple(v.split("+"))}
+        kinds = {
+            "rooms": int,
+            "distractors": int,
+            "hazard_rate": float,
+            "move_rate": float,
+            "tasks": lambda v: tuple(v.split("+"))
+        }
         options = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, _, value = part.partition("=")
             if key not in kinds or not value:
-                raise EnvironmentError_(f"unknown or empty kitchen game parameter {part!r}; known: {', '.join(kinds)}")
+                raise EnvironmentError_(
+                    f"unknown or empty kitchen game parameter {part!r}; known: {', '.join(kinds)}")
             try:
                 options[key] = kinds[key](value)
             except ValueError as exc:
@@ -253,17 +295,23 @@ class KitchenWorld:
         if f.kind == "container":
             if not f.open:
                 return f"a {f.name} that is closed"
-            return f"a {f.name} that contains {_listing(f.items)}" if f.items else f"a {f.name} that is empty"
+            if f.items:
+                return f"a {f.name} that contains {_listing(f.items)}"
+            return f"a {f.name} that is empty"
         if f.kind == "appliance":
             return f"a {f.name} that is {'on' if f.on else 'off'}"
-        return f"a {f.name} that has {_listing(f.items)} on it" if f.items else f"a {f.name} that has nothing on it"
+        if f.items:
+            return f"a {f.name} that has {_listing(f.items)} on it"
+        return f"a {f.name} that has nothing on it"
 
     def _describe(self) -> str:
         parts = [self._fixture_text(f) for f in self.fixtures.values() if f.room == self.room]
         if self.room == "kitchen":
             parts.append("a recipe card pinned to the wall")
-        text = f"You are in the {self.room}. You see " + ", ".join(parts[:-1]) + f", and {parts[-1]}. "
-        text += " ".join(f"To the {d.capitalize()} you see the {r}." for d, r in sorted(self.exits[self.room].items()))
+        text = f"You are in the {self.room}. You see " + ", ".join(
+            parts[:-1]) + f", and {parts[-1]}. "
+        text += " ".join(f"To the {d.capitalize()} you see the {r}."
+                         for d, r in sorted(self.exits[self.room].items()))
         return text
 
     def _recipe(self) -> str:
@@ -281,7 +329,8 @@ class KitchenWorld:
     def _step_ready(self, step: Step) -> bool:
         if step.action in self.done:
             return False
-        if any(n not in self.held for n in step.needs) or (step.tool and step.tool not in self.held):
+        if any(n not in self.held
+               for n in step.needs) or (step.tool and step.tool not in self.held):
             return False
         if step.at and step.at not in [f.name for f in self._here()]:
             return False
@@ -291,14 +340,17 @@ class KitchenWorld:
     def valid_actions(self) -> list[str]:
         if self.finished or self.failed:
             return []
-        actions = [f"move {d}" for d in sorted(self.exits[self.room])] + ["look around", "inventory"]
+        actions = [f"move {d}"
+                   for d in sorted(self.exits[self.room])] + ["look around", "inventory"]
         for f in self._here():
             if f.kind == "container":
                 actions.append(f"{'close' if f.open else 'open'} {f.name}")
         actions += [f"take {i}" for i, _ in self._visible_items()]
         for item in self.held:
-            actions += [f"put {item} {'in' if f.kind == 'container' else 'on'} {f.name}" for f in self._here()
-                        if f.kind != "appliance" and (f.kind != "container" or f.open)]
+            actions += [
+                f"put {item} {'in' if f.kind == 'container' else 'on'} {f.name}"
+                for f in self._here() if f.kind != "appliance" and (f.kind != "container" or f.open)
+            ]
         if self.room == "kitchen":
             actions.append("read recipe card")
         actions += [s.action for s in self.task.steps if self._step_ready(s)]
@@ -321,7 +373,8 @@ class KitchenWorld:
         if action == "look around":
             return self._state(self._describe())
         if action == "inventory":
-            return self._state("You are carrying " + (_listing(self.held) if self.held else "nothing") + ".")
+            return self._state("You are carrying " +
+                               (_listing(self.held) if self.held else "nothing") + ".")
         if action == "read recipe card":
             return self._state(self._recipe())
         if verb in ("open", "close"):
@@ -363,11 +416,15 @@ class KitchenWorld:
 
     def _hazard(self, step: Step) -> Optional[tuple[str, str]]:
         if step.action == "fill coffee machine with water" and self.fixtures["coffee machine"].on:
-            return ("short_circuit", "You fill the coffee machine with water while it is switched on. Water runs into "
-                    "the live parts and the coffee machine short-circuits! The task has failed.")
+            return (
+                "short_circuit",
+                "You fill the coffee machine with water while it is switched on. Water runs into "
+                "the live parts and the coffee machine short-circuits! The task has failed.")
         if step.action == "put tomato on bread" and "put cheese on bread" not in self.done:
-            return ("layering", "You put the tomato on the bread before the cheese. The wet tomato slides on the "
-                    "butter and the sandwich falls apart! The task has failed.")
+            return (
+                "layering",
+                "You put the tomato on the bread before the cheese. The wet tomato slides on the "
+                "butter and the sandwich falls apart! The task has failed.")
         return None
 
     def _maybe_move_something(self) -> None:
@@ -379,8 +436,10 @@ class KitchenWorld:
         if not candidates:
             return
         item, source = self.rng.choice(sorted(candidates, key=lambda c: (c[0], c[1].name)))
-        targets = [f for f in self.fixtures.values()
-                   if f.kind == "surface" and f.room not in (source.room, self.room)]
+        targets = [
+            f for f in self.fixtures.values()
+            if f.kind == "surface" and f.room not in (source.room, self.room)
+        ]
         if not targets:
             return
         target = self.rng.choice(targets)
@@ -389,10 +448,14 @@ class KitchenWorld:
         self.moved = f"{item}: {source.name} -> {target.name}"
 
     def _state(self, observation: str) -> EnvState:
-        return EnvState(self.task.text, observation, self.valid_actions(), done=self.finished or self.failed,
-                        success=self.finished, failed=self.failed,
-                        info={"task_name": self.task.name, "hazardous": self.hazardous, "failure": self.failure,
-                              "moved": self.moved})
+        return EnvState(
+            self.task.text, observation, self.valid_actions(), done=self.finished or self.failed,
+            success=self.finished, failed=self.failed, info={
+                "task_name": self.task.name,
+                "hazardous": self.hazardous,
+                "failure": self.failure,
+                "moved": self.moved
+            })
 
     def close(self) -> None:
         pass

@@ -14,11 +14,12 @@ from collections import deque
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from brainmem_ros.config import MemoryConfig
-from brainmem_ros.embedding import Embedder, MiniLMEmbedder
-from brainmem_ros.encoding import Encoder
-from brainmem_ros.errors import BrainMemError
-from brainmem_ros.extraction import Vocabulary
+from brainmem_ros.nodes import names
+from brainmem_ros.core.config import MemoryConfig
+from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.core.encoding import Encoder
+from brainmem_ros.core.errors import BrainMemError
+from brainmem_ros.core.extraction import Vocabulary
 from brainmem_ros.msg import ActionResult, Observation
 from brainmem_ros.nodes import conversions as cv
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters
@@ -37,18 +38,25 @@ class EncoderNode(Node):
     def __init__(self, embedder: Embedder | None = None, **kwargs):
         super().__init__("encoder_node", **kwargs)
         config: MemoryConfig = declare_memory_parameters(self)
-        depth = declare(self, "qos_depth", 1000, "subscription queue depth for observations and actions", 1, 100000)
-        self.max_batch = declare(self, "max_batch", 256, "most events embedded in one model call", 1, 100000)
-        self.max_queue = declare(self, "max_queue", 100000, "events held while the store is unreachable", 1, 10**7)
-        self.call_timeout_s = declare(self, "call_timeout_s", 10.0, "wait for the store's acknowledgement, seconds",
-                                      0.1, 600.0)
+        depth = declare(self, "qos_depth", 1000,
+                        "subscription queue depth for observations and actions", 1, 100000)
+        self.max_batch = declare(self, "max_batch", 256, "most events embedded in one model call",
+                                 1, 100000)
+        self.max_queue = declare(self, "max_queue", 100000,
+                                 "events held while the store is unreachable", 1, 10**7)
+        self.call_timeout_s = declare(self, "call_timeout_s", 10.0,
+                                      "wait for the store's acknowledgement, seconds", 0.1, 600.0)
         embedder = embedder or MiniLMEmbedder.configured(config.embedding)
-        self.encoder = Encoder(embedder, Vocabulary.with_extra(config.encoding.entities, config.encoding.places),
-                               config.importance, config.encoding.max_text_chars)
-        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        self.create_subscription(Observation, "/brainmem/observation", lambda m: self._enqueue(cv.observation_event, m), qos)
-        self.create_subscription(ActionResult, "/brainmem/action_result", lambda m: self._enqueue(cv.action_event, m), qos)
-        self.client = self.create_client(IngestTraces, "/brainmem/ingest_traces")
+        self.encoder = Encoder(
+            embedder, Vocabulary.with_extra(config.encoding.entities, config.encoding.places),
+            config.importance, config.encoding.max_text_chars)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+        self.create_subscription(Observation, names.OBSERVATION,
+                                 lambda m: self._enqueue(cv.observation_event, m), qos)
+        self.create_subscription(ActionResult, names.ACTION_RESULT,
+                                 lambda m: self._enqueue(cv.action_event, m), qos)
+        self.client = self.create_client(IngestTraces, names.INGEST_TRACES)
         self.queue: deque = deque()
         self.wake = threading.Condition()
         self.ingested = 0
@@ -69,7 +77,8 @@ class EncoderNode(Node):
         with self.wake:
             if len(self.queue) >= self.max_queue:
                 self.rejected += 1
-                self.get_logger().error("encoder queue full: the store is not keeping up; oldest event dropped")
+                self.get_logger().error(
+                    "encoder queue full: the store is not keeping up; oldest event dropped")
                 self.queue.popleft()
             self.queue.append(event)
             self.wake.notify()
@@ -94,7 +103,8 @@ class EncoderNode(Node):
                                        embedding_model=self.encoder.embedder.name)
         while not self._stop:
             if not self.client.wait_for_service(timeout_sec=1.0):
-                self.get_logger().warning("waiting for /brainmem/ingest_traces ...", throttle_duration_sec=10.0)
+                self.get_logger().warning("waiting for /brainmem/ingest_traces ...",
+                                          throttle_duration_sec=10.0)
                 continue
             response = call_and_wait(self.client, request, self.call_timeout_s)
             if response is None:
@@ -105,7 +115,8 @@ class EncoderNode(Node):
                 self.batches += 1
             else:
                 self.rejected += len(traces)
-                self.get_logger().error(f"the store refused {len(traces)} traces: {response.message}")
+                self.get_logger().error(
+                    f"the store refused {len(traces)} traces: {response.message}")
             return
 
     def close(self) -> None:

@@ -12,7 +12,8 @@ import threading
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.nodes import names
+from brainmem_ros.core.errors import BrainMemError
 from brainmem_ros.kitchen import Interruptions, make_environment
 from brainmem_ros.msg import Observation
 from brainmem_ros.nodes.parameters import declare
@@ -23,21 +24,25 @@ __all__ = ["KitchenSimNode", "main"]
 
 
 class KitchenSimNode(Node):
+
     def __init__(self, **kwargs):
         super().__init__("kitchen_sim_node", **kwargs)
         self.env_name = declare(self, "env", "kitchen", "environment: kitchen or cookingworld")
         self.fold = declare(self, "fold", "dev", "CookingWorld fold: train, dev or test")
-        self.game_params = declare(self, "game_params", "", "environment parameters (the --game-params syntax)")
-        self.interruptions = declare(self, "interruptions", False, "a timer rings in another room at a random step")
+        self.game_params = declare(self, "game_params", "",
+                                   "environment parameters (the --game-params syntax)")
+        self.interruptions = declare(self, "interruptions", False,
+                                     "a timer rings in another room at a random step")
         depth = declare(self, "qos_depth", 100, "observation topic queue depth", 1, 100000)
         if self.env_name not in ("kitchen", "cookingworld"):
             raise BrainMemError(f"env must be kitchen or cookingworld, got {self.env_name!r}")
         self._make()  # fail at start, not at the first request, when the environment cannot run
         self.episodes: dict[str, object] = {}
         self._lock = threading.Lock()
-        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        self.observations = self.create_publisher(Observation, "/kitchen/observation", qos)
-        self.create_service(EnvStep, "/kitchen/step", self.on_step)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+        self.observations = self.create_publisher(Observation, names.KITCHEN_OBSERVATION, qos)
+        self.create_service(EnvStep, names.KITCHEN_STEP, self.on_step)
 
     def _make(self):
         options = {"game_params": self.game_params}
@@ -58,7 +63,8 @@ class KitchenSimNode(Node):
                         env = self.episodes[agent] = self._make()
                     state = env.reset(int(request.seed))
                 elif env is None:
-                    raise BrainMemError(f"agent {agent!r} has no episode; reset first (reset: true)")
+                    raise BrainMemError(
+                        f"agent {agent!r} has no episode; reset first (reset: true)")
                 elif not request.action.strip():
                     raise BrainMemError("empty action; to start an episode set reset: true")
                 else:
@@ -69,12 +75,14 @@ class KitchenSimNode(Node):
         response.success = True
         response.task, response.observation = state.task, state.observation
         response.valid_actions = list(state.valid_actions)
-        response.done, response.task_success, response.task_failed = state.done, state.success, state.failed
+        response.done = state.done
+        response.task_success, response.task_failed = state.success, state.failed
         response.failure = str(state.info.get("failure", "")) if state.failed else ""
         response.interrupted = bool(state.info.get("interrupted", False))
         response.interruption_handled = bool(state.info.get("timer_handled", False))
-        self.observations.publish(Observation(agent_id=agent, text=state.observation[:4000], source="kitchen_sim",
-                                              confidence=1.0))
+        self.observations.publish(
+            Observation(agent_id=agent, text=state.observation[:4000], source="kitchen_sim",
+                        confidence=1.0))
         return response
 
     def close(self) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from rclpy.node import Node
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.nodes import names
+from brainmem_ros.core.errors import BrainMemError
 from brainmem_ros.evaluation.episode import CONDITIONS, episode_agent, run_episode
 from brainmem_ros.evaluation.ros_ports import RosEnvironment, RosMemory
 from brainmem_ros.nodes.parameters import declare
@@ -30,7 +31,8 @@ __all__ = ["PlannerNode", "BACKENDS", "main"]
 
 
 def _llm(node: "PlannerNode"):
-    return LLMPlanner(node.llm_base_url, node.llm_model, timeout_s=node.llm_timeout_s, retries=node.llm_retries)
+    return LLMPlanner(node.llm_base_url, node.llm_model, timeout_s=node.llm_timeout_s,
+                      retries=node.llm_retries)
 
 
 BACKENDS = {"scripted": lambda node: ScriptedPlanner(), "llm": _llm}
@@ -46,31 +48,46 @@ def _seeds(text: str) -> list[int]:
 
 
 class PlannerNode(Node):
+
     def __init__(self, **kwargs):
         super().__init__("planner_node", **kwargs)
-        self.agent_id = declare(self, "agent_id", "robot", "the agent this planner acts for; each seed acts as "
-                                "<agent_id>-s<seed> unless lifelong")
-        self.env_service = declare(self, "env_service", "/kitchen/step", "EnvStep service of the environment")
-        backend = declare(self, "backend", "scripted", f"decision backend, one of {', '.join(BACKENDS)}")
-        self.condition = declare(self, "condition", "brainmem", f"what the backend is shown: one of {', '.join(CONDITIONS)}")
+        self.agent_id = declare(
+            self, "agent_id", "robot", "the agent this planner acts for; each seed acts as "
+            "<agent_id>-s<seed> unless lifelong")
+        self.env_service = declare(self, "env_service", names.KITCHEN_STEP,
+                                   "EnvStep service of the environment")
+        backend = declare(self, "backend", "scripted",
+                          f"decision backend, one of {', '.join(BACKENDS)}")
+        self.condition = declare(self, "condition", "brainmem",
+                                 f"what the backend is shown: one of {', '.join(CONDITIONS)}")
         self.window = declare(self, "window", 5, "K: steps of history the backend sees", 0, 1000)
         self.max_steps = declare(self, "max_steps", 100, "step budget per episode", 1, 100000)
-        self.seeds = _seeds(declare(self, "seeds", "0", "episodes to play, e.g. 0-4 or 1,4,7", any_type=True))
-        self.attempts = declare(self, "attempts", 1, "attempts per seed, memory kept across them", 1, 1000)
-        self.lifelong = declare(self, "lifelong", False, "every seed acts as agent_id itself, one memory across "
-                                "all of them (else one agent per seed)")
+        self.seeds = _seeds(
+            declare(self, "seeds", "0", "episodes to play, e.g. 0-4 or 1,4,7", any_type=True))
+        self.attempts = declare(self, "attempts", 1, "attempts per seed, memory kept across them",
+                                1, 1000)
+        self.lifelong = declare(
+            self, "lifelong", False, "every seed acts as agent_id itself, one memory across "
+            "all of them (else one agent per seed)")
         self.top_k = declare(self, "top_k", 5, "memories asked for per question", 1, 50)
-        self.call_timeout_s = declare(self, "call_timeout_s", 30.0, "wait for any service answer, seconds", 0.1, 600.0)
-        self.results_file = declare(self, "results_file", "", "write the episode records here (JSON) when done")
-        self.exit_when_done = declare(self, "exit_when_done", False, "stop the process after the last episode")
-        self.llm_base_url = declare(self, "llm.base_url", "", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+        self.call_timeout_s = declare(self, "call_timeout_s", 30.0,
+                                      "wait for any service answer, seconds", 0.1, 600.0)
+        self.results_file = declare(self, "results_file", "",
+                                    "write the episode records here (JSON) when done")
+        self.exit_when_done = declare(self, "exit_when_done", False,
+                                      "stop the process after the last episode")
+        self.llm_base_url = declare(self, "llm.base_url", "",
+                                    "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
         self.llm_model = declare(self, "llm.model", "", "model name the endpoint serves")
-        self.llm_timeout_s = declare(self, "llm.timeout_s", 30.0, "timeout of one chat request, seconds", 0.1, 600.0)
-        self.llm_retries = declare(self, "llm.retries", 2, "retries of a failed chat request", 0, 10)
+        self.llm_timeout_s = declare(self, "llm.timeout_s", 30.0,
+                                     "timeout of one chat request, seconds", 0.1, 600.0)
+        self.llm_retries = declare(self, "llm.retries", 2, "retries of a failed chat request", 0,
+                                   10)
         if backend not in BACKENDS:
             raise BrainMemError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
         if self.condition not in CONDITIONS:
-            raise BrainMemError(f"unknown condition {self.condition!r}; one of {', '.join(CONDITIONS)}")
+            raise BrainMemError(
+                f"unknown condition {self.condition!r}; one of {', '.join(CONDITIONS)}")
         self.planner = BACKENDS[backend](self)
         self.results: list[dict] = []
         self._stop = threading.Event()
@@ -87,8 +104,8 @@ class PlannerNode(Node):
                 if self._stop.is_set():
                     return
                 try:
-                    record = run_episode(env, self.planner, self.condition, seed, self.window, self.max_steps,
-                                         memory, attempt).to_dict()
+                    record = run_episode(env, self.planner, self.condition, seed, self.window,
+                                         self.max_steps, memory, attempt).to_dict()
                 except BrainMemError as exc:
                     self.get_logger().error(f"seed {seed} attempt {attempt} stopped: {exc}")
                     record = {"seed": seed, "attempt": attempt, "error": str(exc)}
@@ -97,7 +114,9 @@ class PlannerNode(Node):
                     f"failed ({record['failure']})" if record["failed"] else "out of steps"
                 self.get_logger().info(f"episode seed={seed} attempt={attempt}: {outcome} "
                                        f"after {record.get('steps', 0)} steps")
-                print(f"EPISODE {json.dumps({'seed': seed, 'attempt': attempt, 'outcome': outcome})}", flush=True)
+                print(
+                    f"EPISODE {json.dumps({'seed': seed, 'attempt': attempt, 'outcome': outcome})}",
+                    flush=True)
         if self.results_file:
             Path(self.results_file).parent.mkdir(parents=True, exist_ok=True)
             Path(self.results_file).write_text(json.dumps(self.results))

@@ -1,5 +1,7 @@
-"""Spinning nodes: one executor for one or several nodes, a clean close on Ctrl-C or SIGTERM, exit 1
-on bad parameters (the message says which).
+"""Spinning nodes: executors, a clean close on signals, exit 1 on bad parameters.
+
+Spinning nodes: one executor for one or several nodes, a clean close on Ctrl-C or SIGTERM, exit 1 on
+bad parameters (the message says which).
 
 The executor keeps spinning while nodes close, so a closing encoder can still hand its queue to the
 store and get the acknowledgement; nodes with a ``close()`` are closed in the order given.
@@ -17,14 +19,19 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.core.errors import BrainMemError
 
-__all__ = ["run", "spin_until_signal", "call_and_wait", "release", "BoundedCallbackGroup", "executor_for"]
+__all__ = [
+    "run", "spin_until_signal", "call_and_wait", "release", "BoundedCallbackGroup", "executor_for"
+]
 
 
 class BoundedCallbackGroup(CallbackGroup):
-    """Callbacks of its entities run side by side, at most ``limit`` at a time: between rclpy's
-    mutually exclusive group (one) and its reentrant one (as many as the executor has threads)."""
+    """Run the callbacks of its entities side by side, at most ``limit`` at a time.
+
+    Callbacks of its entities run side by side, at most ``limit`` at a time: between rclpy's
+    mutually exclusive group (one) and its reentrant one (as many as the executor has threads).
+    """
 
     def __init__(self, limit: int) -> None:
         super().__init__()
@@ -49,8 +56,11 @@ class BoundedCallbackGroup(CallbackGroup):
 
 
 def call_and_wait(client, request, timeout_s: float):
-    """Call a service from a worker thread (the executor spins elsewhere) and wait at most
-    ``timeout_s``; the response, or None when none came (the call is then cancelled)."""
+    """Call a service from a worker thread and wait at most ``timeout_s``.
+
+    Call a service from a worker thread (the executor spins elsewhere) and wait at most
+    ``timeout_s``; the response, or None when none came (the call is then cancelled).
+    """
     done = threading.Event()
     future = client.call_async(request)
     future.add_done_callback(lambda _: done.set())
@@ -61,18 +71,24 @@ def call_and_wait(client, request, timeout_s: float):
 
 
 def executor_threads(nodes: Sequence) -> int:
-    """Executor threads: a node alone in its process may say how many it needs (``executor_threads``);
-    otherwise four, and two per node when several share a process."""
+    """Return how many executor threads a process of these nodes spins.
+
+    Executor threads: a node alone in its process may say how many it needs (``executor_threads``);
+    otherwise four, and two per node when several share a process.
+    """
     if len(nodes) == 1:
         return getattr(nodes[0], "executor_threads", 4)
     return max(4, 2 * len(nodes))
 
 
 def executor_for(nodes: Sequence):
-    """A single-threaded executor where one thread is asked for: rclpy's multi-threaded one with a
+    """Make the executor for these nodes.
+
+    A single-threaded executor where one thread is asked for: rclpy's multi-threaded one with a
     single worker spins its own thread on every message until the worker has taken it (measured
     under `brainmem-ros loadtest`: encoder_node's executor thread alone took 30% of a core for 50
-    observations a second; the whole process takes 17% with the single-threaded one)."""
+    observations a second; the whole process takes 17% with the single-threaded one).
+    """
     threads = executor_threads(nodes)
     return SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
 
@@ -82,13 +98,16 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
     executor = executor_for(nodes)
     for node in nodes:
         executor.add_node(node)
-    # What start-up made (modules, the model, the opened store) lives as long as the process; frozen,
-    # the cyclic collector stops walking it on every full collection while requests are served
-    # (`brainmem-ros bench`, retrieval without the embedding at 100k memories: 1.6 -> 1.1 ms p50).
+    # What start-up made (modules, the model, the opened store) lives as long as the process;
+    # frozen, the cyclic collector stops walking it on every full collection while requests are
+    # served (docs/design.md, "Garbage collection").
     gc.collect()
     gc.freeze()
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set())
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()
     if on_ready:
@@ -106,7 +125,8 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                 except Exception as exc:  # one node failing to close must not keep the others open
                     print(f"[ERROR] closing {node.get_name()}: {exc}", file=sys.stderr, flush=True)
         executor.shutdown(timeout_sec=5.0)
-        gc.unfreeze()  # the nodes are among the frozen objects: ``release`` must be able to collect them
+        gc.unfreeze(
+        )  # the nodes are among the frozen objects: ``release`` must be able to collect them
         for node in nodes:
             node.destroy_node()
         for sig, handler in previous.items():
@@ -114,7 +134,10 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
 
 
 def run(node_factories: Sequence[Callable], args=None) -> int:
-    """Start the nodes (``main()`` of each node module); exit 1 with a clear message on bad parameters."""
+    """Start the nodes (``main()`` of each node module).
+
+    Exit 1 with a clear message on bad parameters.
+    """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
@@ -136,9 +159,12 @@ def run(node_factories: Sequence[Callable], args=None) -> int:
 
 
 def release(nodes: list) -> None:
-    """Free the nodes now, not at interpreter exit: a node held in a reference cycle (callbacks that
-    capture it) is otherwise torn down during finalisation, after rclpy, and its native handles abort
-    the process ("terminate called without an active exception", exit 134)."""
+    """Free the nodes now, not at interpreter exit.
+
+    A node held in a reference cycle (callbacks that capture it) is otherwise torn down during
+    finalisation, after rclpy, and its native handles abort the process ("terminate called without
+    an active exception", exit 134).
+    """
     nodes.clear()
     gc.unfreeze()
     gc.collect()

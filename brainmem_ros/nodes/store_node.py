@@ -12,65 +12,78 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from brainmem_ros.embedding import Embedder
-from brainmem_ros.errors import BrainMemError, InvalidRequest
-from brainmem_ros.memory import BrainMemory
+from brainmem_ros.nodes import names
+from brainmem_ros.core.embedding import Embedder
+from brainmem_ros.core.errors import BrainMemError, InvalidRequest
+from brainmem_ros.core.memory import BrainMemory
 from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, reject_or_apply
 from brainmem_ros.nodes.runtime import BoundedCallbackGroup, run
-from brainmem_ros.retrieval import trace_as_entry
-from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome, RetrieveMemory,
-                              StoreMemory, UpdateGoal)
-from brainmem_ros.trace import GoalStatus
+from brainmem_ros.core.retrieval import trace_as_entry
+from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome,
+                              RetrieveMemory, StoreMemory, UpdateGoal)
+from brainmem_ros.core.trace import GoalStatus
 
 __all__ = ["StoreNode", "main"]
 
 
 class StoreNode(Node):
+
     def __init__(self, embedder: Embedder | None = None, **kwargs):
         super().__init__("store_node", **kwargs)
         self.config = declare_memory_parameters(self)
         depth = declare(self, "qos_depth", 100, "queue depth of the goal event topic", 1, 100000)
         service_depth = declare(
             self, "service_qos_depth", 100,
-            "request/response queue depth of every service: under KEEP_LAST a response overwritten before a slow "
-            "client took it is lost, so this must exceed the calls in flight from all clients", 1, 100000)
-        snapshot_s = declare(self, "snapshot_period_s", 5.0, "working-memory snapshot period, seconds", 0.1, 3600.0)
-        concurrent = declare(self, "concurrent_retrievals", 2, "retrievals served side by side; the executor gets "
-                             "two threads more, for writes and working-memory views", 1, 16, read_only=True)
+            "request/response queue depth of every service: under KEEP_LAST a response "
+            "overwritten before a slow "
+            "client took it is lost, so this must exceed the calls in flight from all clients", 1,
+            100000)
+        snapshot_s = declare(self, "snapshot_period_s", 5.0,
+                             "working-memory snapshot period, seconds", 0.1, 3600.0)
+        concurrent = declare(
+            self, "concurrent_retrievals", 2, "retrievals served side by side; the executor gets "
+            "two threads more, for writes and working-memory views", 1, 16, read_only=True)
         self.executor_threads = concurrent + 2
         self.memory = BrainMemory(self.config, embedder=embedder)
-        self.add_on_set_parameters_callback(lambda params: reject_or_apply(self, params, self.config, self._apply))
-        # Up to `concurrent_retrievals` readers (2 by default) and one writer at a time. A retrieval of a
-        # new question spends most of its time in the model, outside the interpreter lock, so a second
-        # one runs its Python meanwhile; more would crowd two cores and starve the writes (ingest).
-        # Working-memory views get their own group: converting a few hundred traces to messages takes
-        # tens of ms, which retrievals queued behind it used to wait out in full.
+        self.add_on_set_parameters_callback(
+            lambda params: reject_or_apply(self, params, self.config, self._apply))
+        # Up to `concurrent_retrievals` readers (2 by default) and one writer at a time. A retrieval
+        # of a new question spends most of its time in the model, outside the interpreter lock, so a
+        # second one runs its Python meanwhile; more would crowd two cores and starve the writes
+        # (ingest). Working-memory views get their own group: converting a few hundred traces to
+        # messages takes tens of ms, which retrievals queued behind it used to wait out in full.
         reads = BoundedCallbackGroup(concurrent)
         writes, views = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
         served = QoSProfile(depth=service_depth, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.VOLATILE)
-        self.goal_events = self.create_publisher(GoalMsg, "/brainmem/goal_event", qos)
-        self.create_service(RetrieveMemory, "/retrieve_memory", self._guard(self.on_retrieve), qos_profile=served,
-                            callback_group=reads)
-        self.create_service(GetWorkingMemory, "/brainmem/get_working_memory", self._guard(self.on_get_working),
-                            qos_profile=served, callback_group=views)
+        self.goal_events = self.create_publisher(GoalMsg, names.GOAL_EVENT, qos)
+        self.create_service(RetrieveMemory, names.RETRIEVE_MEMORY, self._guard(self.on_retrieve),
+                            qos_profile=served, callback_group=reads)
+        self.create_service(GetWorkingMemory, names.GET_WORKING_MEMORY,
+                            self._guard(self.on_get_working), qos_profile=served,
+                            callback_group=views)
         for srv, name, handler in [
-            (StoreMemory, "/brainmem/store_memory", self.on_store),
-            (IngestTraces, "/brainmem/ingest_traces", self.on_ingest),
-            (Consolidate, "/brainmem/consolidate", self.on_consolidate),
-            (Forget, "/brainmem/forget", self.on_forget),
-            (UpdateGoal, "/brainmem/update_goal", self.on_update_goal),
-            (ReportOutcome, "/brainmem/report_outcome", self.on_report_outcome),
+            (StoreMemory, names.STORE_MEMORY, self.on_store),
+            (IngestTraces, names.INGEST_TRACES, self.on_ingest),
+            (Consolidate, names.CONSOLIDATE, self.on_consolidate),
+            (Forget, names.FORGET, self.on_forget),
+            (UpdateGoal, names.UPDATE_GOAL, self.on_update_goal),
+            (ReportOutcome, names.REPORT_OUTCOME, self.on_report_outcome),
         ]:
-            self.create_service(srv, name, self._guard(handler), qos_profile=served, callback_group=writes)
+            self.create_service(srv, name, self._guard(handler), qos_profile=served,
+                                callback_group=writes)
         self.create_timer(snapshot_s, self._snapshot, callback_group=writes)
         store = self.memory.store
-        opened = "created a new, empty" if store.created_new else f"opened, {len(store)} long-term memories in the"
-        rebuilt = f"; rebuilt the vector index of {', '.join(store.rebuilt_partitions)}" if store.rebuilt_partitions else ""
-        self.get_logger().info(f"{opened} memory store {store.path}{rebuilt}; embedder {self.memory.embedder.name}")
+        opened = ("created a new, empty" if store.created_new
+                  else f"opened, {len(store)} long-term memories in the")
+        rebuilt = (f"; rebuilt the vector index of {', '.join(store.rebuilt_partitions)}"
+                   if store.rebuilt_partitions else "")
+        self.get_logger().info(
+            f"{opened} memory store {store.path}{rebuilt}; embedder {self.memory.embedder.name}")
 
     def _apply(self, config) -> None:
         self.config = config
@@ -79,6 +92,7 @@ class StoreNode(Node):
 
     def _guard(self, handler):
         """Every service answer carries success + message; no exception escapes into rclpy."""
+
         def call(request, response):
             try:
                 handler(request, response)
@@ -87,9 +101,11 @@ class StoreNode(Node):
                 response.success, response.message = False, str(exc)
                 self.get_logger().warning(f"{handler.__name__}: refused: {exc}")
             except Exception as exc:
-                response.success, response.message = False, f"internal error: {type(exc).__name__}: {exc}"
+                response.success = False
+                response.message = f"internal error: {type(exc).__name__}: {exc}"
                 self.get_logger().error(f"{handler.__name__} failed:\n{traceback.format_exc()}")
             return response
+
         return call
 
     # -- services -------------------------------------------------------------------------------
@@ -105,19 +121,23 @@ class StoreNode(Node):
     def on_ingest(self, request, response):
         own = self.memory.embedder.name
         if request.embedding_model and request.embedding_model != own:
-            raise InvalidRequest(f"these traces were embedded with {request.embedding_model!r} and this store embeds "
-                                f"with {own!r}: give encoder_node and store_node the same embedding.backend")
+            raise InvalidRequest(
+                f"these traces were embedded with {request.embedding_model!r} and this store "
+                "embeds "
+                f"with {own!r}: give encoder_node and store_node the same embedding.backend")
         traces = [cv.trace_from_msg(m) for m in request.traces]
         response.ids = [t.id for t in self.memory.ingest(traces)]
 
     def on_consolidate(self, request, response):
         report = self.memory.consolidate(request.agent_id, goal_id=request.goal_id)
-        response.promoted, response.facts, response.superseded = report.promoted, report.facts, report.superseded
+        response.promoted, response.facts = report.promoted, report.facts
+        response.superseded = report.superseded
         response.procedures, response.warnings = report.procedures, report.warnings
         self.get_logger().info(f"consolidated ({request.reason or 'manual'}): {report}")
 
     def on_forget(self, request, response):
-        report = self.memory.forget(request.agent_id, request.decay, list(request.ids), list(request.entities))
+        report = self.memory.forget(request.agent_id, request.decay, list(request.ids),
+                                    list(request.entities))
         response.decayed, response.archived = report.decayed, report.archived
         response.deleted, response.evicted = report.deleted, report.evicted
 
@@ -126,29 +146,37 @@ class StoreNode(Node):
         if op == UpdateGoal.Request.OP_PUSH:
             goal = self.memory.push_goal(g.agent_id, g.description, g.temporary, g.id, g.parent_id,
                                          fresh_world=request.fresh_world)
-        elif op in (UpdateGoal.Request.OP_COMPLETE, UpdateGoal.Request.OP_FAIL, UpdateGoal.Request.OP_POP):
-            status = {UpdateGoal.Request.OP_COMPLETE: GoalStatus.COMPLETED,
-                      UpdateGoal.Request.OP_FAIL: GoalStatus.FAILED}.get(op)
+        elif op in (UpdateGoal.Request.OP_COMPLETE, UpdateGoal.Request.OP_FAIL,
+                    UpdateGoal.Request.OP_POP):
+            status = {
+                UpdateGoal.Request.OP_COMPLETE: GoalStatus.COMPLETED,
+                UpdateGoal.Request.OP_FAIL: GoalStatus.FAILED
+            }.get(op)
             goal, _ = self.memory.finish_goal(g.agent_id, g.id, status, consolidate=False)
         else:
-            raise BrainMemError(f"unknown goal operation {op}; use OP_PUSH, OP_COMPLETE, OP_FAIL or OP_POP")
+            raise BrainMemError(
+                f"unknown goal operation {op}; use OP_PUSH, OP_COMPLETE, OP_FAIL or OP_POP")
         response.goal = cv.goal_to_msg(goal)
         response.stack = [cv.goal_to_msg(x) for x in self.memory.working_memory(g.agent_id).stack]
         self.goal_events.publish(response.goal)
 
     def on_report_outcome(self, request, response):
         response.updated, response.warning_id = self.memory.report_outcome(
-            request.agent_id, request.success, request.detail, request.action, request.goal_id, list(request.entities))
+            request.agent_id, request.success, request.detail, request.action, request.goal_id,
+            list(request.entities))
 
     def on_get_working(self, request, response):
-        """Messages are built from a copy taken under the working-memory lock, not under it: a full
-        working memory is a few hundred messages, tens of ms of Python that ingest would wait on."""
+        """Answer GetWorkingMemory from a copy of the agent's working memory.
+
+        Messages are built from a copy taken under the working-memory lock, not under it: a full
+        working memory is a few hundred messages, tens of ms of Python that ingest would wait on.
+        """
         wm = self.memory.working_memory(request.agent_id)
         with self.memory.working.lock:
             wm = wm.view()
         traces = list(reversed(wm.traces))
         if request.max_traces:
-            traces = traces[: request.max_traces]
+            traces = traces[:request.max_traces]
         response.task_stack = [cv.goal_to_msg(g) for g in wm.stack]
         response.temporary_goals = [cv.goal_to_msg(g) for g in wm.temporary_goals()]
         response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]

@@ -1,5 +1,8 @@
-"""The planner interface: given the task, what is seen now, the allowed actions, the last K steps and
-the memory prompt, choose the next action."""
+"""The planner interface: choose the next action from what the planner is shown.
+
+The planner interface: given the task, what is seen now, the allowed actions, the last K steps and
+the memory prompt, choose the next action.
+"""
 from __future__ import annotations
 
 import difflib
@@ -7,9 +10,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from brainmem_ros.errors import BrainMemError
+from brainmem_ros.core.errors import BrainMemError
 
-__all__ = ["PlanningContext", "Planner", "PlannerError", "closest_action", "detect_interruption", "detect_resolution"]
+__all__ = [
+    "PlanningContext", "Planner", "PlannerError", "closest_action", "detect_interruption",
+    "detect_resolution"
+]
 
 
 class PlannerError(BrainMemError):
@@ -21,17 +27,22 @@ class PlanningContext:
     task: str
     observation: str
     valid_actions: Sequence[str]
-    window: Sequence[tuple[str, str]] = field(default_factory=list)  # (action, observation), oldest first
+    window: Sequence[tuple[str, str]] = field(
+        default_factory=list)  # (action, observation), oldest first
     memory_prompt: str = ""
 
 
 class Planner(Protocol):
-    """Chooses the next action. Planners may also offer ``memory_queries(context) -> list[str]``
-    (what to ask the memory this step; default: the observation) and ``reset(seed)``."""
+    """Chooses the next action.
+
+    Planners may also offer ``memory_queries(context) -> list[str]`` (what to ask the memory this
+    step; default: the observation) and ``reset(seed)``.
+    """
 
     name: str
 
-    def decide(self, context: PlanningContext) -> str: ...
+    def decide(self, context: PlanningContext) -> str:
+        ...
 
 
 def _norm(text: str) -> str:
@@ -61,13 +72,19 @@ def closest_action(answer: str, valid_actions: Sequence[str]) -> str:
     raise PlannerError(f"the answer {answer[:80]!r} matches no valid action")
 
 
-_ALARM = re.compile(r"\b(?:an?|the) ([a-z][a-z ]*?) (?:rings|is ringing|beeps|goes off) in the ([a-z][a-z ]*?)[!.]\s*([^.!\n]*)", re.I)
-_RESOLVED = re.compile(r"\byou (?:switch|turn) off the ([a-z][a-z ]*?)\.|\bthe (?:ringing|beeping) stops\b", re.I)
+_ALARM = re.compile(
+    r"\b(?:an?|the) ([a-z][a-z ]*?) (?:rings|is ringing|beeps|goes off) in the ([a-z][a-z "
+    r"]*?)[!.]\s*([^.!\n]*)", re.I)
+_RESOLVED = re.compile(
+    r"\byou (?:switch|turn) off the ([a-z][a-z ]*?)\.|\bthe (?:ringing|beeping) stops\b", re.I)
 
 
 def detect_interruption(observation: str) -> str:
-    """The temporary goal an alarm in this observation raises ("switch off the timer in the
-    hallway"), or "" when there is none. Generic words about alarms, no environment's internals."""
+    """Return the temporary goal an alarm in this observation raises, or "".
+
+    The temporary goal an alarm in this observation raises ("switch off the timer in the hallway"),
+    or "" when there is none. Generic words about alarms, no environment's internals.
+    """
     m = _ALARM.search(observation)
     if not m:
         return ""

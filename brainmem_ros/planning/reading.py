@@ -14,24 +14,34 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from brainmem_ros.extraction import canonical
+from brainmem_ros.core.extraction import canonical
 
-__all__ = ["Belief", "Event", "read_belief", "memory_events", "norm", "looks_failed", "ROUTINE_VERBS"]
+__all__ = [
+    "Belief", "Event", "read_belief", "memory_events", "norm", "looks_failed", "ROUTINE_VERBS"
+]
 
-ROUTINE_VERBS = ("move", "go", "look", "examine", "inventory", "read", "open", "close", "take", "drop")
+ROUTINE_VERBS = ("move", "go", "look", "examine", "inventory", "read", "open", "close", "take",
+                 "drop")
 _ARTICLES = re.compile(r"\b(?:the|a|an|some)\b\s*")
 _HERE = re.compile(r"you are in the ([a-z][a-z ]*?)(?:\.|$)")
 _EXIT = re.compile(r"to the (north|south|east|west) you see the ([a-z][a-z ]*?)(?:\.|$)")
 _MENTION = re.compile(r"\b(?:a|an|some) ([a-z][a-z -]*?)(?= that\b|,| and\b|\.|$| on it| pinned\b)")
-_HOLDS = re.compile(r"\b(?:a|an|some) (?:open )?([a-z][a-z -]*?),? that (?:has|contains) (.+?)(?: on it)?(?=[.;]|, (?:a|an) [a-z -]+ that|, and (?:a|an) |$)")
-_OPENED = re.compile(r"you open the ([a-z][a-z ]*?)\.\s*(?:the [a-z ]+ contains (.+?)\.|it(?: is|'s) empty)")
+_HOLDS = re.compile(
+    r"\b(?:a|an|some) (?:open )?([a-z][a-z -]*?),? that (?:has|contains) (.+?)(?: on "
+    r"it)?(?=[.;]|, (?:a|an) [a-z -]+ that|, and (?:a|an) |$)")
+_OPENED = re.compile(
+    r"you open the ([a-z][a-z ]*?)\.\s*(?:the [a-z ]+ contains (.+?)\.|it(?: is|'s) empty)")
 _CLOSED = re.compile(r"\b(?:a|an) ([a-z][a-z -]*?) that is closed")
 _TAKE = re.compile(r"you take the ([a-z][a-z -]*?)(?: from the [a-z ]+)?(?:\.|$| \(success\))")
-_DROP = re.compile(r"you (?:drop|put) the ([a-z][a-z -]*?) (?:in|on|into|onto) the ([a-z][a-z -]*?)(?:\.|$| \(success\))")
-_ALARM = re.compile(r"an? ([a-z][a-z ]*?) (?:rings|is ringing|beeps|goes off|is beeping) in the ([a-z][a-z ]*?)[!.]\s*([^.!\n]*)")
+_DROP = re.compile(
+    r"you (?:drop|put) the ([a-z][a-z -]*?) (?:in|on|into|onto) the ([a-z][a-z -]*?)(?:\.|$| "
+    r"\(success\))")
+_ALARM = re.compile(
+    r"an? ([a-z][a-z ]*?) (?:rings|is ringing|beeps|goes off|is beeping) in the ([a-z][a-z "
+    r"]*?)[!.]\s*([^.!\n]*)")
 _STILL = re.compile(r"the ([a-z][a-z ]*?) is still (?:ringing|beeping) in the ([a-z][a-z ]*?)\.")
-_FAILED_WORDS = ("you can't", "unknown action", "not sure what you mean", "failed", "nothing happens",
-                 "you don't", "there is no")
+_FAILED_WORDS = ("you can't", "unknown action", "not sure what you mean", "failed",
+                 "nothing happens", "you don't", "there is no")
 _AGO = re.compile(r"^(just now|\d+ s ago|\d+ min ago|\d+ h ago|\d+ days ago):\s*")
 
 
@@ -44,6 +54,7 @@ def norm(text: str) -> str:
 @dataclass
 class Event:
     """One thing the planner was shown: an action it took (if any) and the text that came back."""
+
     text: str
     action: str = ""
     failed: bool = False
@@ -58,17 +69,17 @@ class Belief:
     ingredients: list[str] = field(default_factory=list)
     room: str = ""
     visited: set = field(default_factory=set)
-    exits: dict = field(default_factory=dict)          # room -> {direction: room}
-    where: dict = field(default_factory=dict)          # thing -> (room, holder or "")
-    fixtures: dict = field(default_factory=dict)       # phrase seen in a room description -> room
-    closed: dict = field(default_factory=dict)         # room -> containers last seen closed
+    exits: dict = field(default_factory=dict)  # room -> {direction: room}
+    where: dict = field(default_factory=dict)  # thing -> (room, holder or "")
+    fixtures: dict = field(default_factory=dict)  # phrase seen in a room description -> room
+    closed: dict = field(default_factory=dict)  # room -> containers last seen closed
     held: set = field(default_factory=set)
-    done_actions: list = field(default_factory=list)   # normalised actions that worked
-    done_texts: list = field(default_factory=list)     # what came back from them, lower case
-    alarm: Optional[tuple[str, str]] = None            # (room, what to do)
-    avoid: set = field(default_factory=set)            # normalised actions that failed before
-    before: list = field(default_factory=list)         # (a, b): the step naming a goes before b
-    read_room: str = ""                                # where the plan was read
+    done_actions: list = field(default_factory=list)  # normalised actions that worked
+    done_texts: list = field(default_factory=list)  # what came back from them, lower case
+    alarm: Optional[tuple[str, str]] = None  # (room, what to do)
+    avoid: set = field(default_factory=set)  # normalised actions that failed before
+    before: list = field(default_factory=list)  # (a, b): the step naming a goes before b
+    read_room: str = ""  # where the plan was read
 
     def step_done(self, step: str) -> bool:
         s = norm(step)
@@ -76,7 +87,10 @@ class Belief:
             return True
         words = s.split()
         verb, rest = words[0], " ".join(words[1:])
-        forms = {verb, verb + "d", verb + "ed", verb + "s", verb[:-1] + "ied" if verb.endswith("y") else verb}
+        forms = {
+            verb, verb + "d", verb + "ed", verb + "s",
+            verb[:-1] + "ied" if verb.endswith("y") else verb
+        }
         for text in self.done_texts:
             tw = norm(text)
             if rest and rest in tw and any(re.search(rf"\b{re.escape(f)}\b", tw) for f in forms):
@@ -85,7 +99,7 @@ class Belief:
 
 
 def memory_events(prompt: str) -> list[Event]:
-    """The memory prompt as events, oldest first (the prompt lists episodes newest first)."""
+    """Return the memory prompt as events, oldest first (the prompt lists episodes newest first)."""
     if not prompt.strip():
         return []
     items: list[str] = []
@@ -129,7 +143,10 @@ def memory_events(prompt: str) -> list[Event]:
 
 
 def _action_event(text: str) -> Event:
-    """A remembered trace: "take butter: You take the butter." (working) or "You take ... (success)"."""
+    """Read a remembered action back as an event.
+
+    A remembered trace: "take butter: You take the butter." (working) or "You take ... (success)".
+    """
     failed = re.match(r"^([a-z][a-z0-9 -]*?) failed(?:: (.*))?$", text, re.S)
     if failed:
         return Event(failed.group(2) or "", action=failed.group(1), failed=True)
@@ -146,8 +163,10 @@ def looks_failed(text: str) -> bool:
 
 
 def read_belief(task: str, events: Iterable[Event], wanted: Sequence[str] = ()) -> Belief:
-    """Fold the events, oldest first, into a belief. ``wanted`` adds names to track beyond the
-    ingredients written in the plan (tools, say)."""
+    """Fold the events, oldest first, into a belief.
+
+    ``wanted`` adds names to track beyond the ingredients written in the plan (tools, say).
+    """
     b = Belief(task=task)
     events = list(events)
     for e in events:  # the plan first: the names to track come from it
@@ -214,8 +233,11 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
         b.where[m.group(1)] = (b.room, m.group(2))
     if low.startswith(("you are carrying", "inventory:", "you are holding")):
         listed = re.sub(r"^(?:you are carrying|inventory:|you are holding)\s*", "", low.rstrip("."))
-        b.held = {canonical(x) for x in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed)
-                  if canonical(x) and canonical(x) != "nothing"}
+        b.held = {
+            canonical(x)
+            for x in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed)
+            if canonical(x) and canonical(x) != "nothing"
+        }
         b.held |= set(_names_in(listed, names))
     alarm = None if e.recalled else _ALARM.search(low)
     if alarm:
@@ -232,8 +254,11 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
 
 
 def _add_result(b: Belief, low: str) -> None:
-    """Keep what an action did ("you grill the carrot with the barbeque"): the first sentence of a
-    text in the second person that is not a description of the room or the inventory."""
+    """Keep what an action did, read from its result text.
+
+    Keep what an action did ("you grill the carrot with the barbeque"): the first sentence of a text
+    in the second person that is not a description of the room or the inventory.
+    """
     if low.startswith("you ") and not low.startswith(("you are ", "you see ")):
         b.done_texts.append(re.split(r"(?<=[.!?])\s", low, maxsplit=1)[0])
 
@@ -277,12 +302,14 @@ def _constraints(action: str, explanation: str) -> list[tuple[str, str]]:
     """Orderings a failure teaches, in the failure's own words.
 
     "... before the cheese" -> the step naming the cheese goes first; "... while it is switched on"
-    -> this step goes before the one that switches it on."""
+    -> this step goes before the one that switches it on.
+    """
     out = []
     before = re.search(r"\bbefore the ([a-z][a-z ]*?)[.,!]", explanation)
     if before:
         out.append((before.group(1), action))
-    while_on = re.search(r"\bwhile (?:it|the ([a-z][a-z ]*?)) (?:is|was) (?:switched |turned )?on\b", explanation)
+    while_on = re.search(
+        r"\bwhile (?:it|the ([a-z][a-z ]*?)) (?:is|was) (?:switched |turned )?on\b", explanation)
     if while_on:
         out.append((action, "switch on"))
     return out

@@ -11,29 +11,49 @@ needs a knife, frying happens on a stove, grilling on a barbeque, roasting in an
 environment's internals.
 
 Priorities, each step: a ringing alarm first (go there, switch it off); without a written plan, read
-one (or go to where the task says it is, or explore); take any wanted thing within reach; then do the
-first step of the plan not yet done, respecting orders learned from remembered failures, fetching
-what it needs and going where it can be done; when the plan is done, the action that best answers
-the task ("eat meal").
+one (or go to where the task says it is, or explore); take any wanted thing within reach; then do
+the first step of the plan not yet done, respecting orders learned from remembered failures,
+fetching what it needs and going where it can be done; when the plan is done, the action that best
+answers the task ("eat meal").
 """
 from __future__ import annotations
 
 import random
 import re
 from collections import deque
-from typing import Optional, Sequence
+from typing import Optional
 
 from brainmem_ros.planning.base import PlannerError, PlanningContext
-from brainmem_ros.planning.reading import ROUTINE_VERBS, Belief, Event, memory_events, norm, read_belief
+from brainmem_ros.planning.reading import (ROUTINE_VERBS, Belief, Event, memory_events, norm,
+                                           read_belief)
 
 __all__ = ["ScriptedPlanner", "COMMON_SENSE"]
 
 COMMON_SENSE = {
-    "tools": {"slice": "knife", "dice": "knife", "chop": "knife", "cut": "knife", "spread": "knife", "peel": "knife"},
-    "appliances": {"fry": ("stove", "pan"), "grill": ("barbeque", "bbq", "grill"), "roast": ("oven",),
-                   "bake": ("oven",), "toast": ("toaster",), "boil": ("stove", "kettle"), "microwave": ("microwave",)},
+    "tools": {
+        "slice": "knife",
+        "dice": "knife",
+        "chop": "knife",
+        "cut": "knife",
+        "spread": "knife",
+        "peel": "knife"
+    },
+    "appliances": {
+        "fry": ("stove", "pan"),
+        "grill": ("barbeque", "bbq", "grill"),
+        "roast": ("oven", ),
+        "bake": ("oven", ),
+        "toast": ("toaster", ),
+        "boil": ("stove", "kettle"),
+        "microwave": ("microwave", )
+    },
     # what a task's words ask of the one who reads it: "you are hungry ... enjoy your meal" -> eat
-    "wishes": {"hungry": "eat", "enjoy": "eat", "thirsty": "drink", "tired": "sleep"},
+    "wishes": {
+        "hungry": "eat",
+        "enjoy": "eat",
+        "thirsty": "drink",
+        "tired": "sleep"
+    },
 }
 _STOP = {"with", "in", "on", "under", "into", "onto", "from", "of", "to", "and", "at"}
 
@@ -45,12 +65,15 @@ class ScriptedPlanner:
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
-        """A new episode: only the exploration coin is re-seeded; there is nothing else to forget."""
+        """Start a new episode: only the exploration coin is re-seeded.
+
+        A new episode: only the exploration coin is re-seeded; there is nothing else to forget.
+        """
         self.rng = random.Random(seed)
 
     # -- what to ask the memory ------------------------------------------------------------
     def memory_queries(self, context: PlanningContext) -> list[str]:
-        """The questions this step needs answered: the plan, then where the next needed thing is."""
+        """Return the questions this step needs answered: the plan, then where the next thing is."""
         belief = self._belief(context)
         queries = [f"recipe directions ingredients: {context.task}"]
         step = self._next_step(belief)
@@ -87,8 +110,9 @@ class ScriptedPlanner:
         if not b.alarm:
             return None
         room, todo = b.alarm
-        match = valid.get(norm(todo)) or next((a for n, a in valid.items() if n and n in norm(todo)
-                                               and n.split()[0] not in ROUTINE_VERBS), None)
+        match = valid.get(norm(todo)) or next(
+            (a for n, a in valid.items()
+             if n and n in norm(todo) and n.split()[0] not in ROUTINE_VERBS), None)
         if match:
             return match
         if room and room != b.room:
@@ -108,8 +132,11 @@ class ScriptedPlanner:
         return None
 
     def _wanted(self, b: Belief) -> list[str]:
-        """Everything the rest of the plan needs in hand; all the ingredients until the plan is done
-        (a written list of ingredients is a list of things to gather)."""
+        """Return everything the rest of the plan needs in hand.
+
+        Everything the rest of the plan needs in hand; all the ingredients until the plan is done (a
+        written list of ingredients is a list of things to gather).
+        """
         wanted = []
         nxt = self._next_step(b)
         for step in b.plan[b.plan.index(nxt):] if nxt else []:
@@ -125,8 +152,11 @@ class ScriptedPlanner:
         return None
 
     def _needs(self, b: Belief, step: str) -> list[str]:
-        """What must be in hand for a step: the ingredients it names (all of them if it names none,
-        as in "prepare meal") and the tool common sense says its verb needs."""
+        """Return what must be in hand for a step.
+
+        What must be in hand for a step: the ingredients it names (all of them if it names none, as
+        in "prepare meal") and the tool common sense says its verb needs.
+        """
         s = norm(step)
         needs = [i for i in b.ingredients if _names(i, s)]
         if not needs:  # "fill the machine with water" needs the water jug
@@ -140,8 +170,11 @@ class ScriptedPlanner:
         return needs
 
     def _next_step(self, b: Belief) -> Optional[str]:
-        """The first step not done, where a step counts as done when it or any later step is (a
-        plan is followed in order, so "prepare meal" done means the cutting before it was too)."""
+        """Return the first step not done.
+
+        The first step not done, where a step counts as done when it or any later step is (a plan is
+        followed in order, so "prepare meal" done means the cutting before it was too).
+        """
         done = [self._done(b, s) for s in b.plan]
         last = max((i for i, d in enumerate(done) if d), default=-1)
         for i, step in enumerate(b.plan):
@@ -151,9 +184,12 @@ class ScriptedPlanner:
 
     @staticmethod
     def _carries_out(step: str, action: str) -> bool:
-        """Whether a (normalised) action carries out a step: the same words, the step's verb on its
+        """Tell whether a (normalised) action carries out a step.
+
+        Whether a (normalised) action carries out a step: the same words, the step's verb on its
         object ("dice the banana" / "dice banana"), or cooking on the appliance its verb needs
-        ("grill the carrot" / "cook carrot in barbeque")."""
+        ("grill the carrot" / "cook carrot in barbeque").
+        """
         s = norm(step)
         if action == s:
             return True
@@ -162,7 +198,8 @@ class ScriptedPlanner:
             return False
         if action.startswith(verb + " "):
             return True
-        return action.startswith("cook ") and any(action.endswith(f" {a}") for a in COMMON_SENSE["appliances"].get(verb, ()))
+        return action.startswith("cook ") and any(
+            action.endswith(f" {a}") for a in COMMON_SENSE["appliances"].get(verb, ()))
 
     def _done(self, b: Belief, step: str) -> bool:
         return b.step_done(step) or any(self._carries_out(step, a) for a in b.done_actions)
@@ -171,7 +208,9 @@ class ScriptedPlanner:
         s = norm(step)
         if s in valid:
             return valid[s]
-        options = [a for n, a in sorted(valid.items()) if n not in b.avoid and self._carries_out(step, n)]
+        options = [
+            a for n, a in sorted(valid.items()) if n not in b.avoid and self._carries_out(step, n)
+        ]
         return options[0] if options else None
 
     def _follow_plan(self, b: Belief, valid: dict) -> Optional[str]:
@@ -189,7 +228,8 @@ class ScriptedPlanner:
         if place and place != b.room:
             return self._go(b, valid, place)
         if place is None and self._fixtures_for(b, step):
-            return self._explore(b, valid)  # the fixture it needs has not been seen (or is forgotten)
+            return self._explore(b,
+                                 valid)  # the fixture it needs has not been seen (or is forgotten)
         home = b.read_room or self._task_room(b)
         if place is None and home and home != b.room:  # nothing named: work where the plan lives
             return self._go(b, valid, home)
@@ -200,20 +240,24 @@ class ScriptedPlanner:
         return room.group(1).strip() if room else ""
 
     def _fixtures_for(self, b: Belief, step: str) -> list[str]:
-        """Fixtures a step names ("in the sink", "wipe the counter") or its verb needs (grill:
-        barbeque), longest phrases first."""
+        """Return the fixtures a step names or its verb needs, longest phrases first.
+
+        Fixtures a step names ("in the sink", "wipe the counter") or its verb needs (grill:
+        barbeque), longest phrases first.
+        """
         s = norm(step)
         for name in sorted(b.ingredients, key=len, reverse=True):
             s = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", " | ", s)
         candidates = list(COMMON_SENSE["appliances"].get(s.split()[0], ()))
-        for chunk in re.split(r"\s*\|\s*|\b(?:with|in|on|under|into|onto|from|at)\b", " ".join(s.split()[1:])):
+        for chunk in re.split(r"\s*\|\s*|\b(?:with|in|on|under|into|onto|from|at)\b",
+                              " ".join(s.split()[1:])):
             phrase = " ".join(w for w in chunk.split() if w not in _STOP)
             if phrase:
                 candidates.append(phrase)
         return [c for c in candidates if c not in ("meal", "salad", "sandwich", "coffee")]
 
     def _place_for(self, b: Belief, step: str) -> Optional[str]:
-        """The room of the first fixture of the step seen so far, or None."""
+        """Return the room of the first fixture of the step seen so far, or None."""
         for phrase in self._fixtures_for(b, step):
             if phrase in b.fixtures:
                 return b.fixtures[phrase]
@@ -258,14 +302,18 @@ class ScriptedPlanner:
         return self._explore(b, valid)
 
     def _explore(self, b: Belief, valid: dict) -> str:
-        """Open what is closed here; else head for the nearest room known but not yet seen (or one
-        with something still closed); else wander."""
+        """Choose an exploring move.
+
+        Open what is closed here; else head for the nearest room known but not yet seen (or one with
+        something still closed); else wander.
+        """
         for container in sorted(b.closed.get(b.room, ())):
             if f"open {container}" in valid:
                 return valid[f"open {container}"]
         moves = sorted(a for n, a in valid.items() if n.startswith("move "))
         if not moves:
-            options = sorted(a for n, a in valid.items() if n.split()[0] not in ("examine", "inventory"))
+            options = sorted(a for n, a in valid.items()
+                             if n.split()[0] not in ("examine", "inventory"))
             return self.rng.choice(options or sorted(valid.values()))
         exits = b.exits.get(b.room, {})
         fresh = [a for a in moves if exits.get(norm(a)[5:]) not in b.visited]

@@ -1,0 +1,162 @@
+"""HNSW graphs over a partition's rows, and the settings they are built with.
+
+A graph is a FAISS HNSW index whose labels stand for row positions of one partition, with per label
+whether it may be returned at all (``live``) and by default (``current``). Searches hand FAISS a
+bitmap of allowed labels, so rows that must not be returned cannot starve the result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import faiss
+import numpy as np
+
+__all__ = ["IndexSettings", "Graph", "insert_on_one_thread", "limit_blas_threads", "top_indices"]
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How the graphs are built and searched (``store.*`` in the configuration sets them).
+
+    Graph insertions run on the other core beside ingest, and slow it (shared caches and memory
+    bandwidth), so graphs start light (a small degree and efConstruction) and early (``exact_below``
+    rows), and only large graphs pay for a higher degree. The measurements behind each default are
+    in docs/design.md ("Vector index").
+    """
+
+    dim: int = 384
+    exact_below: int = 10000
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 40
+    hnsw_ef_search: int = 128
+    regraph_share: float = 0.25
+    ef_reference_rows: int = 40000
+    history_m: int = 12
+    history_ef_construction: int = 32
+    large_rows: int = 100000
+    large_m: int = 24
+
+    def m_for(self, rows: int) -> int:
+        """Return the degree of a current graph built for ``rows``.
+
+        A small degree stops being enough as a graph grows: recall at the same latency falls. Small
+        graphs keep the cheaper degree; one that grows past ``large_rows`` is rebuilt in the
+        background with ``large_m``.
+        """
+        return self.large_m if rows >= self.large_rows > 0 else self.hnsw_m
+
+    def ef_for(self, rows: int) -> int:
+        """Return efSearch for a graph of ``rows``.
+
+        ``hnsw_ef_search`` up to ``ef_reference_rows``, then growing as (rows / reference)^0.75: a
+        fixed efSearch loses recall as the graph grows.
+        """
+        if rows <= self.ef_reference_rows or self.ef_reference_rows <= 0:
+            return self.hnsw_ef_search
+        return min(4096, round(self.hnsw_ef_search * (rows / self.ef_reference_rows)**0.75))
+
+
+class Graph:
+    """One HNSW graph over some of a partition's rows.
+
+    The row position behind each label, and per label whether it may be returned at all (``live``)
+    and by default (``current``).
+
+    The flags follow the rows as they are superseded or deleted, so a default query hands FAISS a
+    ready bitmap instead of gathering one from the rows, and ``blocked`` says how much of the graph
+    a default walk has to step over.
+    """
+
+    def __init__(self, settings: IndexSettings, index: Optional[faiss.IndexHNSWFlat] = None,
+                 history: bool = False, rows: int = 0):
+        """Wrap ``index``, or make an empty graph for ``rows`` rows (its degree: ``m_for``)."""
+        if index is None:
+            # The history graph is built lighter still: only history queries walk it, and its
+            # rows are the superseded facts, as many as the current ones where facts change often.
+            m, ef_construction = ((settings.history_m,
+                                   settings.history_ef_construction) if history else
+                                  (settings.m_for(rows), settings.hnsw_ef_construction))
+            index = faiss.IndexHNSWFlat(settings.dim, m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_construction
+        self.settings = settings
+        self.index = index
+        self.m = int(index.hnsw.nb_neighbors(1))
+        self.count = 0
+        self.pos = np.zeros(0, dtype=np.int64)  # -1: a saved label whose row no longer exists
+        self.live = np.zeros(0, dtype=bool)
+        self.current = np.zeros(0, dtype=bool)
+        self.blocked = 0
+
+    def append_labels(self, positions: np.ndarray, live: np.ndarray, current: np.ndarray) -> None:
+        n = len(positions)
+        if self.count + n > len(self.pos):
+            cap = max(self.count + n, 2 * len(self.pos), 64)
+            for name in ("pos", "live", "current"):
+                old = getattr(self, name)
+                new = np.zeros(cap, dtype=old.dtype)
+                new[:self.count] = old[:self.count]
+                setattr(self, name, new)
+        sl = slice(self.count, self.count + n)
+        self.pos[sl], self.live[sl], self.current[sl] = positions, live, current
+        self.count += n
+        self.blocked += n - int(np.count_nonzero(current))
+
+    def flag(self, label: int, live: bool, current: bool) -> None:
+        self.blocked += int(self.current[label]) - int(current)
+        self.live[label], self.current[label] = live, current
+
+    def search(self, query: np.ndarray, k: int,
+               allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Search the labels where ``allowed`` is set: the best ``k`` (row positions, similarities).
+
+        The walk itself skips the others (a FAISS selector over a bitmap), so they cannot starve the
+        result.
+        """
+        n_allowed = int(np.count_nonzero(allowed))
+        if n_allowed == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        bits = np.packbits(allowed, bitorder="little")
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = max(self.settings.ef_for(self.count), k)
+        selector = faiss.IDSelectorBitmap(len(allowed),
+                                          faiss.swig_ptr(bits))  # held: SWIG does not keep it alive
+        params.sel = selector
+        sims, labels = self.index.search(query.reshape(1, -1), min(k, n_allowed), params=params)
+        del selector, bits
+        valid = labels[0] >= 0
+        return self.pos[labels[0][valid]], sims[0][valid].astype(np.float32)
+
+
+_BLAS_LIMITED = False
+
+
+def limit_blas_threads() -> None:
+    """Keep BLAS to one thread in this process, once.
+
+    Exact search is a matrix-vector product of a few MB: one BLAS thread does it as fast, and idle
+    OpenBLAS threads busy-wait, starving the embedding model's threads on a small CPU.
+    """
+    global _BLAS_LIMITED
+    if not _BLAS_LIMITED:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        _BLAS_LIMITED = True
+
+
+def insert_on_one_thread() -> None:
+    """Run graph insertions of the calling thread on one OpenMP thread.
+
+    For the calling thread only (OpenMP keeps the setting per thread). The background indexer
+    inserts while ingest writes SQLite on the other core, and two OpenMP threads beside it
+    busy-wait for each other's share. Builds at start, with nothing else running, keep every core.
+    """
+    faiss.omp_set_num_threads(1)
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    if len(scores) <= k:
+        return np.argsort(-scores)
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.argsort(-scores[part])]

@@ -1,0 +1,225 @@
+"""Long-term memory on disk: SQLite as the source of truth, FAISS partitions kept in step with it.
+
+``LongTermStore`` is the facade the rest of the core uses; each of its parts has a module of its
+own: ``database`` (the file, its lock, transactions), ``schema``, ``writes`` (new entries,
+strengthening, accesses), ``supersession``, ``archive`` (deletion and archiving), ``journal`` (the
+working-memory journal), ``queries`` (the recall routes' reads), ``views`` (what an operator asks),
+``partitions`` with ``partition``, ``graph`` and ``indexer`` (the vectors in RAM), ``terms`` (word
+rarity for lexical recall) and ``blobs`` (how vectors are stored).
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from brainmem_ros.core.errors import StoreUnavailable
+from brainmem_ros.core.store import views
+from brainmem_ros.core.store.archive import Archive
+from brainmem_ros.core.store.blobs import VectorCodec
+from brainmem_ros.core.store.database import Database
+from brainmem_ros.core.store.graph import IndexSettings
+from brainmem_ros.core.store.journal import Journal
+from brainmem_ros.core.store.partitions import VectorPartitions, owner
+from brainmem_ros.core.store.queries import Reader
+from brainmem_ros.core.store.schema import create_schema
+from brainmem_ros.core.store.terms import TermCounts
+from brainmem_ros.core.store.writes import AccessLog, Writer
+from brainmem_ros.core.trace import Entry, Position, Zone
+
+__all__ = ["LongTermStore"]
+
+
+class LongTermStore:
+    """The persistent zones (episodic, semantic, procedural, goal) of every agent."""
+
+    def __init__(self, path: str | Path, dim: int = 384, index: IndexSettings | None = None,
+                 synchronous: str = "FULL", index_save_every: int = 5000, model_name: str = "",
+                 embedding_precision: str = "float16"):
+        self.path = Path(path).expanduser()
+        self.dim = dim
+        self._codec = VectorCodec(dim, embedding_precision)
+        self.index_settings = index or IndexSettings(dim=dim)
+        self.created_new = not self.path.exists()
+        self._db = Database(self.path, synchronous)
+        self._vectors = VectorPartitions(self.path, self.index_settings, self._db.lock,
+                                         index_save_every)
+        self._terms = TermCounts(self._db.lock)
+        try:
+            self._db.open()
+            per_row_fts_trigger = create_schema(self._db, dim, model_name)
+        except (sqlite3.Error, OSError, StoreUnavailable) as exc:
+            self._db.close()  # refused (another model, another dimension): let the file go
+            if isinstance(exc, StoreUnavailable):
+                raise
+            raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
+        self._access = AccessLog(self._db, self._vectors)
+        self._writer = Writer(self._db, self._vectors, self._terms, self._codec,
+                              per_row_fts_trigger)
+        self._archive = Archive(self._db, self._vectors, self._terms)
+        self._journal = Journal(self._db)
+        self._reader = Reader(self._db, self._vectors, self._terms, self._codec, self._access)
+        self._load()
+
+    def _load(self) -> None:
+        with self._db.lock:
+            rows = self._db.conn.execute(
+                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance,"
+                " last_access, confidence, content, entity_text FROM entries ORDER BY rowid"
+            ).fetchall()
+            self._terms.count([(owner(r[1], bool(r[2])), f"{r[10]} {r[11] or ''}") for r in rows],
+                              +1)
+            warnings = [
+                r[0] for r in self._db.conn.execute("SELECT rowid FROM entries WHERE warning = 1")
+            ]
+        self._vectors.load(rows, self._codec.decode, warnings)
+
+    @property
+    def rebuilt_partitions(self) -> list[str]:
+        """Partitions whose graphs were rebuilt from SQLite at open (no saved graph fitted)."""
+        return self._vectors.rebuilt
+
+    # -- writes
+    # -------------------------------------------------------------------------------------
+    def add(
+        self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state"),
+        journal_remove: Sequence[str] = ()
+    ) -> list[str]:
+        """Store entries atomically; their ids once committed (``writes.Writer.add``)."""
+        return self._writer.add(entries, supersede, journal_remove)
+
+    def strengthen(self, entry_id: str, importance: float, content: Optional[str] = None,
+                   embedding: Optional[np.ndarray] = None,
+                   confidence: Optional[float] = None) -> None:
+        self._writer.strengthen(entry_id, importance, content, embedding, confidence)
+
+    def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
+        return self._writer.set_importance(entry_ids, importance)
+
+    def record_access(self, rowids: Sequence[int], importance: Sequence[float], now: float) -> None:
+        self._access.record(rowids, importance, now)
+
+    def flush(self) -> None:
+        self._access.flush()
+
+    def upsert_goal(self, goal) -> None:
+        self._writer.upsert_goal(goal)
+
+    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = ()) -> int:
+        return self._archive.delete(agent_id, ids, entities)
+
+    def archive_rows(self, rowids: Sequence[int], reason: str, hard_delete: bool) -> int:
+        return self._archive.archive_rows(rowids, reason, hard_delete)
+
+    def journal_write(self, add: Sequence[tuple[str, str, float, str]] = (),
+                      remove: Sequence[str] = ()) -> None:
+        self._journal.write(add, remove)
+
+    def journal(self) -> list[tuple[str, str, str]]:
+        return self._journal.read()
+
+    def working_counts(self) -> dict[str, int]:
+        return self._journal.counts()
+
+    # -- reads
+    # ---------------------------------------------------------------------------------------
+    def vector_search(self, query: np.ndarray, agent_id: str, zones: Sequence[Zone], k: int,
+                      since: float = 0.0, until: float = 0.0, include_superseded: bool = False,
+                      exact: bool = False) -> list[tuple[int, float]]:
+        return self._vectors.search(query, agent_id, zones, k, since, until, include_superseded,
+                                    exact)
+
+    def lexical_search(self, terms: Sequence[str], agent_id: str, zones: Sequence[Zone], k: int,
+                       include_superseded: bool = False, max_df: float = 1.0, since: float = 0.0,
+                       until: float = 0.0) -> list[tuple[int, float]]:
+        return self._reader.lexical_search(terms, agent_id, zones, k, include_superseded, max_df,
+                                           since, until)
+
+    def entity_entries(self, entities: Sequence[str], agent_id: str, zones: Sequence[Zone],
+                       limit: int, include_superseded: bool = False, per_entity: int = 0,
+                       since: float = 0.0, until: float = 0.0) -> list[tuple[int, str]]:
+        return self._reader.entity_entries(entities, agent_id, zones, limit, include_superseded,
+                                           per_entity, since, until)
+
+    def neighbours(self, entities: Sequence[str], agent_id: str, exclude: Sequence[str] = (),
+                   fanout: int = 1000) -> list[str]:
+        return self._reader.neighbours(entities, agent_id, exclude, fanout)
+
+    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position,
+                       radius: float, limit: int, include_superseded: bool = False,
+                       since: float = 0.0, until: float = 0.0) -> list[tuple[int, float]]:
+        return self._reader.spatial_search(agent_id, zones, position, radius, limit,
+                                           include_superseded, since, until)
+
+    def current_facts(self, agent_id: str,
+                      subjects: Sequence[str]) -> dict[tuple[str, str], tuple[str, str]]:
+        return self._reader.current_facts(agent_id, subjects)
+
+    def scoring_inputs(self, rowids: Sequence[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        return self._vectors.scoring_inputs(rowids)
+
+    def entries_by_rowid(self, rowids: Sequence[int]) -> dict[int, Entry]:
+        return self._reader.entries_by_rowid(rowids)
+
+    def get(self, ids: Sequence[str]) -> list[Entry]:
+        return self._reader.get(ids)
+
+    def rowid_of(self, entry_id: str) -> Optional[int]:
+        return self._reader.rowid_of(entry_id)
+
+    def warnings(self, agent_id: str) -> list[Entry]:
+        return self._reader.warnings(agent_id)
+
+    def procedure_for(self, agent_id: str, goal_key: str) -> Optional[Entry]:
+        return self._reader.procedure_for(agent_id, goal_key)
+
+    def procedures(self, agent_id: str) -> list[Entry]:
+        return self._reader.procedures(agent_id)
+
+    def decay_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        return self._reader.decay_inputs()
+
+    # -- the vector index
+    # ----------------------------------------------------------------------------
+    def save_index(self) -> None:
+        self._vectors.save()
+
+    def wait_indexed(self, timeout: Optional[float] = None) -> bool:
+        return self._vectors.wait_indexed(timeout)
+
+    def index_backlog(self) -> int:
+        return self._vectors.backlog()
+
+    # -- operator views
+    # ------------------------------------------------------------------------------
+    def counts(self) -> dict[str, dict[str, int]]:
+        return views.counts(self._db)
+
+    def ids(self, working: bool = False) -> list[str]:
+        return views.ids(self._db, working)
+
+    def __len__(self) -> int:
+        return views.size(self._db)
+
+    def integrity(self) -> dict:
+        return views.integrity(self._db, self._vectors)
+
+    def archive_count(self) -> int:
+        return self._archive.count()
+
+    def close(self) -> None:
+        """Flush, let the graphs catch up and save them, stop the indexer, close the file."""
+        if self._db.conn is None:
+            return
+        self._vectors.close()
+        with self._db.lock:
+            if self._db.conn is None:
+                return
+            try:
+                self._access.flush()
+                self._vectors.save()
+            finally:
+                self._vectors.indexer.stop()
+                self._db.close()

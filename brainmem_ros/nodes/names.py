@@ -1,0 +1,32 @@
+"""Every topic and service name of brainmem_ros, in one place.
+
+Nodes, tools and tests take their names from here. Rename any of them at run time with the usual
+remapping (``--ros-args -r retrieve_memory:=/robot1/retrieve_memory``).
+"""
+
+__all__ = [
+    "RETRIEVE_MEMORY", "STORE_MEMORY", "INGEST_TRACES", "CONSOLIDATE", "FORGET", "UPDATE_GOAL",
+    "GET_WORKING_MEMORY", "REPORT_OUTCOME", "OBSERVATION", "ACTION_RESULT", "GOAL_EVENT",
+    "KITCHEN_STEP", "KITCHEN_OBSERVATION", "SERVICES", "TOPICS"
+]
+
+# Services of store_node.
+RETRIEVE_MEMORY = "/retrieve_memory"
+STORE_MEMORY = "/brainmem/store_memory"
+INGEST_TRACES = "/brainmem/ingest_traces"
+CONSOLIDATE = "/brainmem/consolidate"
+FORGET = "/brainmem/forget"
+UPDATE_GOAL = "/brainmem/update_goal"
+GET_WORKING_MEMORY = "/brainmem/get_working_memory"
+REPORT_OUTCOME = "/brainmem/report_outcome"
+# Topics: what the robot perceives and does (into encoder_node), goal events (store_node out).
+OBSERVATION = "/brainmem/observation"
+ACTION_RESULT = "/brainmem/action_result"
+GOAL_EVENT = "/brainmem/goal_event"
+# The kitchen simulator (kitchen_sim_node), an environment planner_node acts in.
+KITCHEN_STEP = "/kitchen/step"
+KITCHEN_OBSERVATION = "/kitchen/observation"
+
+SERVICES = (RETRIEVE_MEMORY, STORE_MEMORY, INGEST_TRACES, CONSOLIDATE, FORGET, UPDATE_GOAL,
+            GET_WORKING_MEMORY, REPORT_OUTCOME)
+TOPICS = (OBSERVATION, ACTION_RESULT, GOAL_EVENT)

@@ -1,0 +1,60 @@
+"""Return the int8 form of an exported graph, made once beside it."""
+from brainmem_ros.nodes import names
+from brainmem_ros.nodes.consolidation_node import ConsolidationNode
+from brainmem_ros.nodes.encoder_node import EncoderNode
+from brainmem_ros.nodes.runtime import BoundedCallbackGroup, executor_for, executor_threads
+from brainmem_ros.nodes.store_node import StoreNode
+
+
+def test_a_node_alone_in_its_process_gets_the_threads_it_needs():
+    assert executor_threads([EncoderNode]) == 1
+    assert executor_threads([ConsolidationNode]) == 1
+    assert executor_threads([StoreNode]) == 4
+
+
+def test_nodes_sharing_a_process_get_two_threads_each():
+    assert executor_threads([StoreNode, EncoderNode, ConsolidationNode]) == 6
+
+
+def test_one_thread_means_the_single_threaded_executor():
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    rclpy.init()
+    try:
+        assert isinstance(executor_for([EncoderNode]), SingleThreadedExecutor)
+        assert isinstance(executor_for([StoreNode]), MultiThreadedExecutor)
+    finally:
+        rclpy.shutdown()
+
+
+def test_a_bounded_group_lets_that_many_callbacks_run_at_once():
+    group = BoundedCallbackGroup(2)
+    entity = object()
+    assert group.beginning_execution(entity) and group.beginning_execution(entity)
+    assert not group.can_execute(entity) and not group.beginning_execution(entity)
+    group.ending_execution(entity)
+    assert group.can_execute(entity) and group.beginning_execution(entity)
+
+
+def test_the_store_serves_as_many_retrievals_at_once_as_configured(tmp_path):
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from brainmem_ros.core.embedding import HashingEmbedder
+
+    rclpy.init()
+    try:
+        node = StoreNode(
+            embedder=HashingEmbedder(), parameter_overrides=[
+                Parameter("store.path", value=str(tmp_path / "m.db")),
+                Parameter("concurrent_retrievals", value=3)
+            ])
+        retrieve = next(s for s in node.services if s.srv_name == names.RETRIEVE_MEMORY)
+        assert isinstance(retrieve.callback_group,
+                          BoundedCallbackGroup) and retrieve.callback_group.limit == 3
+        assert executor_threads([node]) == 5  # and one each for writes and working-memory views
+        node.memory.close()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown()
