@@ -55,10 +55,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm():
-    """Measure the memory core at each store size and write the report.
-
-    The real all-MiniLM-L6-v2 (ONNX backend), loaded once per test session.
-    """
+    """Load the real all-MiniLM-L6-v2 (ONNX backend) once per test session."""
     from brainmem_ros.core.embedding import MiniLMEmbedder
 
     return MiniLMEmbedder("onnx")
@@ -66,10 +63,7 @@ def minilm():
 
 @pytest.fixture
 def hashing():
-    """Embed each distinct text of a corpus once, from a cache on disk when it holds them.
-
-    The hashing stand-in embedder: deterministic, no meaning; for plumbing and rules only.
-    """
+    """Make the hashing stand-in embedder: deterministic, no meaning; for plumbing only."""
     from brainmem_ros.core.embedding import HashingEmbedder
 
     return HashingEmbedder()

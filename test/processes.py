@@ -72,10 +72,7 @@ class Child:
 
 
 def serve_node(node_class) -> None:
-    """Run one system's measurement as a child process (``python -m brainmem_ros.bench.peers``).
-
-    Run one test peer node until SIGINT: print READY once its entities exist (Child waits for it).
-    """
+    """Run one test peer node until SIGINT, printing READY once its entities exist."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
 

@@ -45,7 +45,7 @@ class Client:
         pub.publish(msg)
 
     def wait_until(self, check, timeout: float = 30.0, every: float = 0.2):
-        """Validate, embed and extract a batch of events; importance is left for ``score``.
+        """Poll ``check()`` until it returns something truthy, and return that.
 
         Poll ``check()`` until it returns something truthy; return that, or raise TimeoutError.
         """

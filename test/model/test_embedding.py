@@ -1,4 +1,4 @@
-"""``brainmem-ros bench --peers``: brainmem's store against the vector stores a user could pick.
+"""The embedding backends with the real all-MiniLM-L6-v2 weights.
 
 The embedding backends with the real all-MiniLM-L6-v2 weights: ONNX Runtime gives the reference's
 vectors (sentence-transformers on torch), the int8 graph gives vectors close to them, and a store
@@ -74,7 +74,13 @@ def test_an_unknown_backend_is_named_in_the_error():
 
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_a_single_text_gets_the_same_vector_on_its_own_thread(backend):
-    """What every system is given: memories (agent, zone, vector) and queries, identical for all."""
+    """A single text gets the same vector on the caller's thread as in a batch.
+
+    One text runs on the caller's thread beside other calls (a retrieval's question): the same text
+    gets the same vector alone and from calls made at once from several threads. (The int8 graph
+    scales its activations per pass, so there a text embedded among others differs slightly from the
+    text alone; the float graph does not.)
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     embedder = MiniLMEmbedder(backend, threads=2)
@@ -88,7 +94,11 @@ def test_a_single_text_gets_the_same_vector_on_its_own_thread(backend):
 
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_passes_run_side_by_side_give_each_text_its_own_vector(backend):
-    """Count results at least as close as the exact K-th neighbour (ann-benchmarks' definition)."""
+    """Passes run side by side give every text its own vector.
+
+    A batch's passes run on several workers at once: every row gets the vector its own text gets
+    when the same passes run one after another, whatever order the texts came in.
+    """
     texts = TEXTS * 4 + [
         f"the {thing} is on the {place}" for thing in ("cup", "knife", "jam")
         for place in ("counter", "shelf", "table", "stove")

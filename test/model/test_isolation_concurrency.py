@@ -1,4 +1,8 @@
-"""Every vector is given; a call to embed would be a bench defect."""
+"""Agent isolation under concurrency, with the real model.
+
+Agent isolation under concurrency: writers and readers of four agents at once, real model; no answer
+may ever carry another agent's private memory (shared ones are for everyone).
+"""
 import threading
 import traceback
 

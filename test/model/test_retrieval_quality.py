@@ -1,4 +1,4 @@
-"""Run ``bench_system`` in a fresh interpreter.
+"""Retrieval quality with the real all-MiniLM-L6-v2 on the labelled kitchen run.
 
 Retrieval quality with the real all-MiniLM-L6-v2 on the labelled kitchen run: the fused pipeline
 recalls more than vector search alone, and never returns a stale fact; with the float model and with

@@ -1,4 +1,7 @@
-"""Draw each store's filtered (solid) and unfiltered (dashed) top-10 p99 on the same vectors.
+"""Bad input, systematically, to every service, topic and bag reader.
+
+Bad input, systematically: generated requests for every store_node service and generated messages
+for the encoder's topics, plus damaged bag files for replay.
 
 Each case must get a clear answer (``success`` with, when false, a message that is not an internal
 error), leave the node serving, and leave the store unchanged when refused. The handlers are
@@ -226,7 +229,7 @@ def test_report_outcome(store_node, agent, goal_id, action, success, detail, ent
 @PROPS
 @given(agent=AGENT, text=TEXT, confidence=FLOAT, source=TEXT, has_position=st.booleans(), x=F64)
 def test_observation_messages(store_node, agent, text, confidence, source, has_position, x):
-    """``brainmem-ros bringup``: the memory nodes without ``ros2 launch``.
+    """Check what encoder_node does with generated Observations.
 
     What encoder_node does with an Observation: convert, then encode; refusals are BrainMemError.
     """
@@ -276,7 +279,7 @@ def test_the_node_still_serves_after_everything(store_node):
 
 
 def test_damaged_bags_are_refused_clearly(repo_root, tmp_path):
-    """Run the memory nodes in this process until Ctrl-C or SIGTERM.
+    """Damaged bags are refused clearly or replayed as far as they read.
 
     Truncations and byte flips of the shipped bag, 200 of them: a BagError, or a replay of whatever
     is still readable; never another exception.

@@ -1,4 +1,4 @@
-"""Have the kernel send SIGINT to this child when its bringup dies (Linux).
+"""Recorded runs as real rosbag2 files: written, read back, damaged ones refused.
 
 Recorded runs as real rosbag2 files: written with rosbags (the package's own .msg definitions
 registered), read back, and malformed or truncated bags refused with a clear error.

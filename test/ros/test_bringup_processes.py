@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_bringup_with_one_process_per_node_serves_and_flushes_on_ctrl_c(tmp_path):
-    """Stop the producers first and the store last.
+    """One process per node serves, and flushes on Ctrl-C.
 
     `bringup --processes` (the layout ros2 launch gives): an observation goes through the encoder
     process into the store process and is recalled; Ctrl-C stops every node with exit 0 and the

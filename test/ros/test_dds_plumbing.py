@@ -1,4 +1,8 @@
-"""Declare a parameter: its default, what it means, and the values it may take."""
+"""Two processes exchange the package's types over real DDS.
+
+Two processes exchange the package's types over real DDS: an Observation published here reaches a
+peer process, and a RetrieveMemory call to that peer returns it.
+"""
 import time
 from pathlib import Path
 

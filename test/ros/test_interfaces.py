@@ -1,4 +1,4 @@
-"""Build from flat names, ``{"retrieval.top_k": 5, ...}``.
+"""The generated interfaces: built, with their declared fields, surviving CDR.
 
 The generated interfaces: every .msg/.srv file is built, carries its declared fields, and survives
 CDR serialization with non-default values.
@@ -17,10 +17,7 @@ SRV_FILES = sorted((REPO / "srv").glob("*.srv"))
 
 
 def _declared_fields(text: str) -> list[str]:
-    """Return a copy with some parameters changed.
-
-    Field names of one .msg section: `type name` lines, constants (`type NAME=value`) left out.
-    """
+    """Return the field names of one .msg section (constants left out)."""
     names = []
     for line in text.splitlines():
         parts = line.split("#", 1)[0].split()

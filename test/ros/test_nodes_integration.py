@@ -1,4 +1,8 @@
-"""Write a ROS parameter file with every declared parameter at its default and description."""
+"""The memory nodes over real DDS between processes, with the real embedding model.
+
+The memory nodes over real DDS between processes, with the real embedding model: `brainmem-ros
+bringup` in one process, this test as an independent client in another.
+"""
 import math
 import signal
 from pathlib import Path
@@ -234,7 +238,7 @@ def test_bringup_refuses_the_deliberately_broken_config(tmp_path):
 
 
 def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(system):
-    """Promote what matters from ``wm`` into long-term memory.
+    """planner_node retrieves before each action, and its run is remembered.
 
     planner_node with the LLM backend pointed at a FAKE chat server (not an LLM: it picks the first
     valid action), acting in a two-step test environment: the plumbing, not a planning result.
@@ -270,7 +274,12 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
 
 def test_the_episode_memory_port_waits_for_the_event_it_sent_not_an_earlier_one_with_the_same_words(
         system):
-    """Find the installed all-MiniLM-L6-v2 folder, or say how to install it."""
+    """The memory port waits for the event it sent, not an earlier one.
+
+    Moving north twice: the second "move north" must be in working memory before the next recall,
+    though the first one already answers a check on the action's name (the race that made one
+    lifelong kitchen episode over ROS take other steps than in-process).
+    """
     import threading
 
     from brainmem_ros.evaluation.ros_ports import RosMemory, _call

@@ -1,4 +1,8 @@
-"""Load the model as an ``embedding`` section of the configuration describes it."""
+"""The ROS 2 package as a ROS engineer sees it.
+
+The ROS 2 package as a ROS engineer sees it: a format-3 manifest with every dependency declared,
+registered in the ament index, one executable per node in lib/brainmem_ros, the CLI on PATH.
+"""
 import os
 import shutil
 import subprocess
@@ -42,7 +46,11 @@ def test_cli_is_on_path_and_answers():
 
 
 def test_source_checkout_still_finds_generated_interfaces():
-    """Return the ONNX export of the installed weights, made once per weights file and reused."""
+    """A source checkout first on sys.path still finds the generated interfaces.
+
+    Running from the repository root puts the sources first on sys.path; the generated msg/srv
+    modules must still resolve (they live only in the installed copy).
+    """
     done = subprocess.run(
         [sys.executable, "-c", "import brainmem_ros.msg as m; print(m.Goal.__name__)"], cwd=REPO,
         capture_output=True, text=True, timeout=60)

@@ -1,4 +1,10 @@
-"""Return the int8 form of an exported graph, made once beside it."""
+"""How many executor threads each node process spins.
+
+How many executor threads each node process spins: nodes whose callbacks cannot run side by side get
+one, in a single-threaded executor (extra rclpy executor threads only contend for the interpreter
+lock on every message), the store keeps enough for its three callback groups, and nodes sharing a
+process keep two each.
+"""
 from brainmem_ros.nodes import names
 from brainmem_ros.nodes.consolidation_node import ConsolidationNode
 from brainmem_ros.nodes.encoder_node import EncoderNode

@@ -1,4 +1,8 @@
-"""Score each trace's initial importance against its agent's goal and knowledge (in place)."""
+"""The evaluation end to end with the real model.
+
+The evaluation end to end with the real model: in-process, over ROS (which must agree with it), the
+CLI, and kitchen_sim_node's answers to bad requests.
+"""
 import json
 import subprocess
 import sys
@@ -38,7 +42,7 @@ def test_memory_beats_the_window_on_identical_episodes(in_process):
 
 
 def test_a_remembered_failure_is_not_repeated(minilm):
-    """Return every name of the vocabulary, worked out once.
+    """A failure remembered from one attempt is not repeated in the next.
 
     Seed 10 is the coffee task; with hazard_rate 1 its recipe says to switch on before filling.
     """
@@ -56,7 +60,7 @@ def test_a_remembered_failure_is_not_repeated(minilm):
 
 @pytest.fixture(scope="module")
 def kitchen_after_kitchen(minilm):
-    """Compile a regular expression matching any of ``words``, written as a trie.
+    """Play two coffee seeds with a fresh memory each, and with one lifelong memory.
 
     Seeds 7 and 10 are both the coffee task, each with the short circuit in its recipe: 7 meets it
     first. Played with a fresh memory per seed, and by one lifelong robot.
@@ -174,7 +178,7 @@ def test_kitchen_sim_node_refuses_an_unknown_environment():
 
 
 def test_over_ros_a_start_that_fails_leaves_no_node_running_and_says_why(tmp_path):
-    """Tell whether a found name is worth keeping as an entity (cached).
+    """A start over ROS that fails stops what it started and says why.
 
     The memory nodes refuse the deliberately broken config: the kitchen started beside them is
     stopped too (left running, it answered the next run's /kitchen/step over DDS), and the error

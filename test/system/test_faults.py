@@ -1,4 +1,4 @@
-"""Score goal relevance: half entity overlap, half cosine similarity.
+"""Faults of the store file and of the model: clear messages, nothing stored lost.
 
 Faults: the store file missing, read-only or on a full disk, at start and during writes; the
 embedding model missing. Each gives a clear message and none loses what was already stored.
@@ -122,7 +122,12 @@ def test_a_read_only_store_at_start_is_a_clear_error(tmp_path):
 
 
 def test_a_store_turned_read_only_during_writes_refuses_and_keeps_everything(tmp_path):
-    """Strengthen what a retrieval returns: the decayed value plus the access increment."""
+    """A store turned read-only refuses writes and keeps everything.
+
+    The live connection is switched to read-only (PRAGMA query_only), which makes SQLite answer
+    writes with the same SQLITE_READONLY a filesystem remounted read-only gives (the kernel will not
+    remount a disk read-only under open writers on request, only on its own errors).
+    """
     store = LongTermStore(tmp_path / "memory.db")
     ids = store.add(entries(30))
     store._db.conn.execute("PRAGMA query_only = 1")

@@ -1,4 +1,9 @@
-"""Return the ``q``-th percentile (0-100) of ``values``, or None for no values."""
+"""``brainmem-ros loadtest`` as an operator runs it, in miniature.
+
+`brainmem-ros loadtest` as an operator runs it, in miniature: it starts the memory nodes one process
+each, drives them over DDS and reports what the issue asks for. The figures themselves are the
+benchmark's business (README); here only that every call is answered and accounted for.
+"""
 import json
 import subprocess
 import sys
@@ -37,7 +42,7 @@ def test_nonsense_arguments_are_refused_before_anything_starts(bad):
 
 
 def test_novel_queries_are_never_asked_twice_and_the_default_ones_are_six():
-    """Bring working traces back from the journal at start.
+    """Novel questions never repeat; the default ones are six.
 
     The default load repeats six questions, which the store's embedding cache then answers; the
     novel load must cost a model pass on every call, so no text may come back, in any client.
@@ -49,7 +54,11 @@ def test_novel_queries_are_never_asked_twice_and_the_default_ones_are_six():
 
 
 def test_a_teardown_that_hangs_is_given_up_on_and_one_that_finishes_is_not():
-    """Take traces encoded elsewhere (encoder_node): score their importance, add them."""
+    """A teardown that hangs is given up on; one that finishes is not.
+
+    Fast DDS can deadlock while deleting a data writer (eProsima/Fast-DDS#6502): a finished load
+    test must still report and return instead of waiting on it forever.
+    """
     import threading
 
     from brainmem_ros.loadtest.run import _torn_down

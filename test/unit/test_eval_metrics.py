@@ -1,4 +1,4 @@
-"""Consolidate one agent (or all).
+"""The evaluation's figures, checked on hand-built episodes.
 
 The evaluation's figures, checked on hand-built episodes (their definitions, not their values).
 """

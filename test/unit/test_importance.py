@@ -1,4 +1,4 @@
-"""Complete, fail or (status None) pop a goal.
+"""The importance formula ranks what matters.
 
 The importance formula ranks what matters: failures over successes over plain states, goal-relevant
 over irrelevant, new or contradicting facts over repeats.

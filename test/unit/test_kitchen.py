@@ -1,4 +1,4 @@
-"""Render one memory prompt from several retrievals.
+"""Our kitchen: layouts, partial observability, distractors, hazards, bad input.
 
 Our kitchen: layouts by seed, partial observability, distractors, moved objects, hazards, bad input.
 """
@@ -11,7 +11,7 @@ from brainmem_ros.planning.scripted import ScriptedPlanner
 
 
 def play(env, seed, max_steps=150):
-    """Put the task-and-state section of ``source`` into ``prompt``.
+    """Play an episode with the scripted planner and its whole history.
 
     The scripted planner with its whole history: a solution path (not an optimal one).
     """

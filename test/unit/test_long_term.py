@@ -1,4 +1,4 @@
-"""Return the words of a question worth matching literally.
+"""The SQLite + FAISS store.
 
 The SQLite + FAISS store: durable, consistent with its index, history-keeping, agent-isolated, and
 unchanged by every rejected write. Uses the hashing stand-in: nothing here depends on meaning.
@@ -73,7 +73,7 @@ def test_closed_and_reopened_store_answers_exactly_as_before(tmp_path, exact_bel
 
 
 def test_rows_behind_a_saved_graph_become_its_tail_not_a_rebuild(tmp_path):
-    """Return a working-memory trace's words, worked out once.
+    """Rows added after the last graph save become its tail, not a rebuild.
 
     A store killed after the last graph save comes back with that graph plus the rows it lacks.
     """
@@ -292,7 +292,11 @@ def test_term_counts_follow_adds_deletes_and_reopen(tmp_path):
 
 
 def test_what_is_rare_for_one_agent_does_not_change_with_another_agents_notes(tmp_path):
-    """Present a working-memory trace as an entry of zone WORKING."""
+    """Word rarity for one agent does not change with another agent's notes.
+
+    Lexical recall keeps only words rare among the memories the caller sees: another robot writing
+    the same word a hundred times must not change which of this robot's memories come back.
+    """
     store = LongTermStore(tmp_path / "m.db")
     fill(store, 300, agent="a")
     store.add([entry("the QZ-5151 valve is behind the boiler", "a")])
@@ -314,7 +318,7 @@ def test_what_is_rare_for_one_agent_does_not_change_with_another_agents_notes(tm
 
 
 def test_within_one_batch_a_later_fact_supersedes_an_earlier_one(tmp_path):
-    """Build the prompt's task section from working memory.
+    """Within one batch, a later fact supersedes an earlier one.
 
     A replayed bag or a consolidation pass stores many facts about one item in one call: they are
     taken in order, as if added one by one, and only the same agent's (subject, predicate) is
@@ -380,7 +384,12 @@ _SUPERSESSION_LOOKUP = (
 
 @pytest.mark.parametrize("made_before_the_fix", [False, True])
 def test_supersession_reads_current_facts_from_the_index_alone(tmp_path, made_before_the_fix):
-    """Return the ``top_k`` best candidates as recalls, with their rowids (None for working)."""
+    """Supersession reads current facts from the index alone.
+
+    A fact seen again with the same value stays current beside the earlier ones, so the lookup that
+    closes facts grows with the store; it must not also read the table for each of them. A store
+    made with the narrow index is repaired when opened, and supersedes as before.
+    """
     path = tmp_path / "m.db"
     store = LongTermStore(path)
 
@@ -413,7 +422,7 @@ def _fts_segments(store):
 
 @pytest.mark.parametrize("made_before_the_fix", [False, True])
 def test_fts_is_rewritten_only_when_an_entrys_text_changes(tmp_path, made_before_the_fix):
-    """Keep the best candidates that are neither contradicted nor near-duplicates.
+    """FTS is rewritten only when an entry's text changes.
 
     Access flushes, decay and supersession update entries all the time; re-indexing their text each
     time would hold the write lock ~0.1 ms an entry for nothing. A store made with the old
@@ -483,7 +492,12 @@ def test_a_batch_is_put_into_fts_once_without_the_per_row_trigger(tmp_path, made
 
 
 def test_an_add_leaves_foreign_keys_checked_for_every_other_write(tmp_path):
-    """Tell whether something seen later replaced every functional relation of ``entry``."""
+    """An add leaves foreign keys checked for every other write.
+
+    ``add`` writes without SQLite's reference checks (its rows point at entries of its own batch);
+    the connection must check them again afterwards, after a failed add as well, or a later write
+    could leave an edge pointing at nothing.
+    """
     store = LongTermStore(tmp_path / "m.db")
     ids = fill(store, 5)
     assert store._db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -511,7 +525,7 @@ def test_new_ids_sort_in_the_order_they_were_made_and_never_repeat():
 
 
 def test_embeddings_are_stored_as_float16_and_searched_as_stored(tmp_path):
-    """Return the texts of the most similar past failures, most similar first.
+    """Embeddings are stored as float16 and searched as stored.
 
     The default stores half the bytes; the partitions hold the vectors as they read back, so a
     reopened store answers exactly as before
@@ -576,7 +590,7 @@ def test_an_unknown_embedding_precision_is_refused(tmp_path):
 
 
 def test_a_new_embedding_given_to_a_memory_in_a_graph_survives_a_restart_unchanged(tmp_path):
-    """Encode a batch of vectors for storage.
+    """A new embedding of a memory in a graph survives a restart unchanged.
 
     strengthen() with a new vector (a repeated procedure whose text changed): the scoring uses the
     vector SQLite holds, before a restart as after it, also in a partition with a graph.

@@ -1,4 +1,4 @@
-"""Return the degree of a current graph built for ``rows``.
+"""The memory cycle through BrainMemory with the hashing stand-in.
 
 The memory cycle through BrainMemory with the hashing stand-in (plumbing and rules, not meaning):
 consolidation, supersession in answers, procedures, warnings, forgetting, bad requests.
@@ -122,7 +122,7 @@ def test_routes_lexical_graph_temporal_spatial_working(make_memory, hashing):
 
 
 def test_working_memory_lexical_recall_offers_the_best_matches_only(make_memory, hashing):
-    """Return efSearch for a graph of ``rows``.
+    """Working-memory lexical recall offers the best matches only.
 
     A working memory full of one kind of observation shares a word with nearly every question:
     lexical recall there offers ``lexical_candidates`` traces, most words in common first, then the
@@ -151,7 +151,7 @@ def test_working_memory_lexical_recall_offers_the_best_matches_only(make_memory,
 
 
 def test_a_time_range_is_applied_before_each_route_takes_its_best(make_memory, hashing):
-    """One HNSW graph over some of a partition's rows.
+    """A time range is applied before each route takes its best.
 
     A robot long in service asks about this episode only (``since``): the routes that rank the whole
     store must not fill their few candidates with the past and so lose what the range holds. (Every
@@ -286,7 +286,12 @@ def test_working_memory_survives_restart(make_memory, hashing, tmp_path):
 
 
 def test_working_memory_can_be_read_while_traces_stream_in(make_memory, hashing):
-    """Search the labels where ``allowed`` is set: the best ``k`` (row positions, similarities)."""
+    """Working memory can be read while traces stream in.
+
+    get_working_memory and the snapshot walk an agent's traces under working memory's lock; ingest
+    must change them under the same lock, or a reader dies with 'deque mutated during iteration'
+    (seen in brainmem-ros loadtest before the locks were one).
+    """
     import threading
     import time
 
@@ -320,7 +325,7 @@ def test_working_memory_can_be_read_while_traces_stream_in(make_memory, hashing)
 
 
 def test_retrieval_reads_working_memory_while_traces_stream_in(make_memory, hashing, monkeypatch):
-    """Keep BLAS to one thread in this process, once.
+    """Retrieval reads working memory while traces stream in.
 
     Retrieval walks an agent's traces and actions without holding working memory's lock (a
     consolidation may hold it for tens of milliseconds); it must walk a copy, or an ingest in

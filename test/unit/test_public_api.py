@@ -40,7 +40,7 @@ def test_one_exception_tree():
 
 
 def test_the_core_imports_and_runs_with_rclpy_made_unimportable():
-    """Run graph insertions of the calling thread on one OpenMP thread.
+    """The core imports and runs with rclpy made unimportable.
 
     Every module of brainmem_ros.core imports, and a memory cycle runs, in an interpreter where
     rclpy and every ROS message package cannot be imported at all.

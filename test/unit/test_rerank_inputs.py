@@ -1,4 +1,4 @@
-"""Vector recall over one partition of long-term memory, exact while small and HNSW when large.
+"""The in-RAM rerank inputs.
 
 The in-RAM rerank inputs: right values through adds, touches and removals (with the compaction that
 drops removed rows), and the store's per-memory maps never handed to the garbage collector, whose

@@ -1,4 +1,8 @@
-"""A new current graph being built, a chunk at a time, from the rows current when it began."""
+"""The scripted planner: general, stateless, the same on both environments.
+
+The scripted planner: what it reads from text, that it keeps nothing between steps, and that it
+works unchanged on both environments without reading either's internals.
+"""
 import ast
 import shutil
 from pathlib import Path

@@ -1,4 +1,9 @@
-"""Vectors, rowids, creation times and flags of one partition, with its graphs once large."""
+"""A partition's two graphs.
+
+A partition's two graphs: superseded rows leave the current graph once they crowd it, history
+queries still reach them, and the graphs answer as exact search does through every change and a save
+and reload. Random unit vectors: nothing here depends on meaning, only on which row is nearest.
+"""
 import numpy as np
 import pytest
 
@@ -136,7 +141,11 @@ def test_large_graphs_search_wider_and_the_growth_is_a_setting():
 
 
 def test_default_ef_is_narrow_at_100k_and_as_wide_as_1m_needs():
-    """Background work owed: the tail and what a due or running rebuild has still to insert."""
+    """The default efSearch is narrow at 100k and as wide as 1M needs.
+
+    Measured: ef 128 finds 0.997 of the exact top 10 on the 34k-row graph of 100k memories; the
+    434k-row graph of 1M memories needed 768 for 0.97.
+    """
     settings = IndexSettings()
     assert settings.ef_for(34000) == 128
     assert 760 <= settings.ef_for(434000) <= 800
@@ -185,9 +194,11 @@ def test_store_settings_reach_the_partitions(tmp_path):
 
 
 def test_a_store_rebuilding_its_graphs_under_concurrent_writes_and_reads_stays_exact(tmp_path):
-    """Set a row's new embedding, for exact search and scoring.
+    """A store rebuilding its graphs under concurrent writes and reads stays exact.
 
-    Random vectors on the entries: supersession goes by relation, not by meaning.
+    The background indexer rebuilds the current graph while a writer supersedes facts and readers
+    query: no reader fails or sees a row twice, and once the indexer is idle every answer is exact
+    search's answer. Random vectors on the entries: supersession goes by relation, not by meaning.
     """
     import threading
 
@@ -254,7 +265,7 @@ def test_a_store_rebuilding_its_graphs_under_concurrent_writes_and_reads_stays_e
 
 
 def test_a_current_graph_that_outgrows_its_degree_is_rebuilt_with_the_larger_one():
-    """Record that ``graph``'s next labels are the rows at ``positions`` (-1: none).
+    """A current graph that outgrows its degree is rebuilt with the larger one.
 
     Small graphs are built cheaply (M ``hnsw_m``); past ``large_rows`` a graph needs a higher degree
     to keep its recall, so the indexer rebuilds it in the background, and answers stay exact

@@ -1,4 +1,4 @@
-"""Make ``graph`` the partition's graph of ``kind``.
+"""Working memory: bounded, task stack kept straight, resumed after a restart.
 
 Working memory stays bounded, keeps the task stack straight through interruptions, and resumes from
 its snapshot after a restart.
@@ -30,7 +30,7 @@ def test_everything_is_bounded():
 
 
 def test_the_steps_of_finished_goals_are_bounded_and_the_current_goals_kept():
-    """Tell whether the current graph is due for a rebuild.
+    """The steps of finished goals are bounded; the current goals' are kept.
 
     A robot that works for weeks finishes thousands of goals; working memory keeps the steps of the
     goals on its stack and of the 64 most recently finished ones, and a reader's view holds the
