@@ -10,7 +10,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
-REQUIREMENTS := requirements/ros.txt requirements/python.txt requirements/constraints.txt
+REQUIREMENTS := requirements/ros.txt requirements/python.txt requirements/pip-only.txt requirements/constraints.txt
 DEPS_STAMP := $(VENV)/.brainmem-deps
 BUILD_STAMP := install/.brainmem-build
 PEERS_STAMP := $(VENV)/.brainmem-peers

@@ -16,27 +16,17 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "BrainMemory": "core.memory",
-    "MemoryConfig": "core.config",
-    "ConfigError": "core.config",
-    "RetrievalRequest": "core.retrieval",
-    "RetrievalResult": "core.retrieval",
+    "MemoryConfig": "core.config", "ConfigError": "core.config",
+    "RetrievalRequest": "core.retrieval", "RetrievalResult": "core.retrieval",
     "Event": "core.encoding",
-    "Entry": "core.trace",
-    "Trace": "core.trace",
-    "Recall": "core.trace",
-    "Zone": "core.trace",
-    "Relation": "core.trace",
-    "Position": "core.trace",
-    "Goal": "core.trace",
-    "GoalStatus": "core.trace",
-    "TraceKind": "core.trace",
-    "BrainMemError": "core.errors",
-    "InvalidRequest": "core.errors",
-    "StoreUnavailable": "core.errors",
-    "EmbedderUnavailable": "core.errors",
-    "MiniLMEmbedder": "core.embedding",
-    "HashingEmbedder": "core.embedding",
-}
+    "Entry": "core.trace", "Trace": "core.trace", "Recall": "core.trace", "Zone": "core.trace",
+    "Relation": "core.trace", "Position": "core.trace", "Goal": "core.trace",
+    "GoalStatus": "core.trace", "TraceKind": "core.trace",
+    "BrainMemError": "core.errors", "InvalidRequest": "core.errors",
+    "StoreUnavailable": "core.errors", "EmbedderUnavailable": "core.errors",
+    "TimeUnavailable": "core.errors",
+    "MiniLMEmbedder": "core.embedding", "HashingEmbedder": "core.embedding",
+}  # yapf: disable
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -39,11 +39,11 @@ def messages(start_ns: int = 1_750_000_000_000_000_000, step_ns: int = 200_000_0
         if item[0] == "obs":
             msg = Observation(agent_id=AGENT, text=item[1], location="kitchen", source="recorded",
                               confidence=1.0)
-            topic = names.OBSERVATION
+            topic = f"/{names.OBSERVATION}"  # recorded topics are absolute
         else:
             msg = ActionResult(agent_id=AGENT, action=item[1], success=item[2], result=item[3],
                                location="kitchen")
-            topic = names.ACTION_RESULT
+            topic = f"/{names.ACTION_RESULT}"
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
         yield topic, stamp, msg
 

@@ -37,10 +37,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--ingest", type=int, default=300)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--namespace", default="/", help="the stack's namespace")
     args = parser.parse_args()
 
     rclpy.init()
-    node = rclpy.create_node("latency_client")
+    node = rclpy.create_node("latency_client", namespace=args.namespace)
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.VOLATILE)
     pub = node.create_publisher(Observation, names.OBSERVATION, qos)
@@ -65,7 +66,7 @@ def main() -> int:
     def wait_for(word, timeout=60.0):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            answer, _ = call(word, include_working=True)
+            answer, _ = call(word)
             if answer and any(word in m.content for m in answer.memories):
                 return True
             time.sleep(0.01)
@@ -84,7 +85,7 @@ def main() -> int:
         # Every query is new (embedded by the store); the context, the goal, repeats as in a
         # planning loop.
         answer, ms = call(f"step {i}: where is the {OBJECTS[i % len(OBJECTS)]}?",
-                          include_working=True, context="make a sandwich")
+                          context="make a sandwich")
         failures += 0 if answer and answer.success else 1
         latencies.append(ms)
 

@@ -22,8 +22,8 @@ import numpy as np
 from tqdm import tqdm
 
 from brainmem_ros.bench.peers import tie_aware_hits
-from brainmem_ros.bench.corpus import (cached_embeddings, embedding_cache_path, make_corpus,
-                                       make_questions)
+from brainmem_ros.bench.corpus import (CORPUS_NOW, cached_embeddings, embedding_cache_path,
+                                       make_corpus, make_questions)
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.core.encoding import Event
@@ -60,6 +60,10 @@ FIRST_QUESTIONS = ("what was the last thing I left on the shelf?",
                    "which drawer did I open before the timer rang?")
 
 
+def _corpus_clock() -> float:
+    return CORPUS_NOW
+
+
 def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np.ndarray,
                config: MemoryConfig, progress: bool, cache_dir: Path) -> dict:
     corpus = make_corpus(n)
@@ -74,7 +78,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
     try:
         rss_before = _rss_bytes()
         memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
-                             embedder=embedder)
+                             embedder=embedder, clock=_corpus_clock)
         batch = 1000
         ingest_s = 0.0
         for start in tqdm(range(0, n, batch), desc=f"storing {n:,}", unit_scale=batch,
@@ -180,7 +184,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
                     graph.unlink()
             t0 = time.perf_counter()
             reopened = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
-                                   embedder=embedder)
+                                   embedder=embedder, clock=_corpus_clock)
             restart[label] = time.perf_counter() - t0
             reopened.close()
         return {

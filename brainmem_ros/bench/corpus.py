@@ -19,7 +19,8 @@ from tqdm import tqdm
 from brainmem_ros.core.trace import Zone
 
 __all__ = [
-    "CorpusItem", "make_corpus", "make_questions", "cached_embeddings", "embedding_cache_path"
+    "CORPUS_NOW", "CorpusItem", "make_corpus", "make_questions", "cached_embeddings",
+    "embedding_cache_path"
 ]
 
 COLOURS = [
@@ -49,6 +50,9 @@ GOALS = [
     "make a sandwich", "make coffee", "clean the counter", "make toast", "prepare a salad",
     "boil an egg", "set the table", "wash the dishes", "make tea", "put away the groceries"
 ]
+# The moment a corpus ends. Benchmarks run their memory on a clock stopped here, so that ages,
+# decay and the store's refusal of stamps from the future read the same on every day they run.
+CORPUS_NOW = 1.8e9
 AGENT_SHARES = [("robot_a", 0.9), ("robot_b", 0.1)]
 ZONE_SHARES = [(Zone.EPISODIC, 0.6), (Zone.SEMANTIC, 0.25), (Zone.PROCEDURAL, 0.1),
                (Zone.GOAL, 0.05)]
@@ -107,7 +111,8 @@ def _text(rng: random.Random, zone: Zone, i: int) -> str:
     ])
 
 
-def make_corpus(n: int, seed: int = 7, days: float = 30.0, now: float = 1.8e9) -> list[CorpusItem]:
+def make_corpus(n: int, seed: int = 7, days: float = 30.0,
+                now: float = CORPUS_NOW) -> list[CorpusItem]:
     rng = random.Random(seed * 1_000_003 + n)
     items = []
     for i in range(n):

@@ -98,13 +98,14 @@ class BrainmemSystem:
 
     def __init__(self, folder: Path):
         from brainmem_ros.core.config import MemoryConfig
+        from brainmem_ros.bench.corpus import CORPUS_NOW
         from brainmem_ros.core.memory import BrainMemory
 
         config = MemoryConfig().replace(**{
             "store.path": str(folder / "memory.db"),
             "consolidation.every_n_traces": 0
         })
-        self.memory = BrainMemory(config, embedder=_NoEmbedder())
+        self.memory = BrainMemory(config, embedder=_NoEmbedder(), clock=lambda: CORPUS_NOW)
         self.rowid_to_index: dict[int, int] = {}
 
     def insert(self, start: int, texts, agents, zones, vectors) -> None:

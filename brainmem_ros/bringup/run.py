@@ -1,14 +1,16 @@
-"""``brainmem-ros bringup``: the memory nodes without ``ros2 launch``.
+"""``brainmem-ros bringup``: the nodes ``memory.launch.py`` starts, without ``ros2 launch``.
 
-``brainmem-ros bringup``: the memory nodes from the same parameter file the launch file uses, for
-machines without ``ros2 launch``: in one process (an rclpy executor), or with ``--processes`` one
-process per node as ``ros2 launch`` starts them. Ctrl-C closes every node (the store flushes its
-access counts, saves its index and the working-memory snapshot) before the command exits.
+The same node table (``node_table``), the same parameter file, the same arguments: a namespace
+that puts every topic and service of the stack under it, and simulated time. One process per node
+by default, as ``ros2 launch`` starts them: each node then has its own interpreter lock, so the
+encoder embedding a stream of observations and the executor's own bookkeeping do not queue the
+store's answers behind them. ``--one-process`` is the light way for one planner (one interpreter,
+one model in memory).
 
-One process is the light way to run it; one process per node is the fast way under load: each node
-then has its own interpreter lock, so the encoder embedding a stream of observations and the
-executor's own bookkeeping no longer queue the store's answers behind them (``brainmem-ros
-loadtest`` measures both).
+Ctrl-C or SIGTERM, at any moment and as often as it comes, stops the producers first and the store
+last, so the encoder hands its queue to a store that still serves and the store flushes its access
+counts, index and working-memory snapshot. If a memory node exits on its own, the others are
+stopped and the command exits 1.
 """
 from __future__ import annotations
 
@@ -16,83 +18,76 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence
+
+from brainmem_ros.bringup.node_table import NodeSpec, check_namespace, default_config, stack
 from brainmem_ros.nodes import names
+from brainmem_ros.nodes.signals import hold
 
-__all__ = ["bringup", "bringup_processes", "default_config"]
-
-MEMORY_NODES = ("store_node", "encoder_node", "consolidation_node")
-
-
-def default_config() -> Path:
-    """config/memory.yaml: the installed share/ copy, else the one in this source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        installed = Path(get_package_share_directory("brainmem_ros")) / "config" / "memory.yaml"
-        if installed.is_file():
-            return installed
-    except (ImportError, LookupError, ValueError):
-        pass
-    return Path(__file__).resolve().parent.parent / "config" / "memory.yaml"
+__all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments"]
 
 
-def ros_arguments(config: Optional[Path], store: Optional[str],
-                  extra: Sequence[str] = ()) -> list[str]:
+def ros_arguments(config: Optional[Path], store: Optional[str], namespace: str = "",
+                  use_sim_time: bool = False, extra: Sequence[str] = ()) -> list[str]:
+    """Return the ``--ros-args`` every node of the stack gets."""
     args = ["--ros-args", "--params-file", str(config or default_config())]
     if store:
         args += ["-p", f"store.path:={os.path.abspath(os.path.expanduser(store))}"]
+    if namespace:
+        args += ["-r", f"__ns:={namespace}"]
+    if use_sim_time:
+        args += ["-p", "use_sim_time:=true"]
     return args + list(extra)
 
 
-DEMO_PARAMETERS = ["-p", "interruptions:=true", "-p", "seeds:=0-2", "-p", "condition:=brainmem"]
+def node_arguments(spec: NodeSpec) -> list[str]:
+    """Return a node's own parameters from the table, as ``-p name:=value`` arguments."""
+    out = []
+    for key, value in spec.parameters.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        out += ["-p", f"{key}:={text}"]
+    return out
 
 
 def bringup(config: Optional[Path] = None, store: Optional[str] = None,
             ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
-            demo: bool = False) -> int:
-    """Run the memory nodes in this process until Ctrl-C or SIGTERM.
-
-    ``demo``: the kitchen and a scripted planner join the memory nodes (a few interrupted episodes,
-    logged as they finish), as ``memory.launch.py demo:=true`` does.
-    """
+            demo: bool = False, namespace: str = "", use_sim_time: bool = False) -> int:
+    """Run the stack's nodes in this process until a stop is asked for (``--one-process``)."""
+    stop = hold()
+    try:
+        namespace = check_namespace(namespace)
+    except ValueError as exc:
+        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
+        return 2
     import rclpy
+    from rclpy.parameter import Parameter
     from rclpy.signals import SignalHandlerOptions
 
     from brainmem_ros.core.config import MemoryConfig
     from brainmem_ros.core.embedding import MiniLMEmbedder
     from brainmem_ros.core.errors import BrainMemError
-    from brainmem_ros.nodes.consolidation_node import ConsolidationNode
-    from brainmem_ros.nodes.encoder_node import EncoderNode
     from brainmem_ros.nodes.runtime import release, spin_until_signal
-    from brainmem_ros.nodes.store_node import StoreNode
 
     config = config or default_config()
     try:
         core = MemoryConfig.from_yaml(config)
         embedder = MiniLMEmbedder.configured(core.embedding)
     except BrainMemError as exc:
-        print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
+        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
         return 1
-    extra = list(extra_ros_args) + (DEMO_PARAMETERS if demo else [])
-    rclpy.init(args=ros_arguments(config, store, extra),
+    rclpy.init(args=ros_arguments(config, store, namespace, use_sim_time, extra_ros_args),
                signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
-        nodes.append(StoreNode(embedder=embedder))
-        nodes.append(EncoderNode(embedder=embedder))
-        nodes.append(ConsolidationNode())
-        if demo:
-            from brainmem_ros.nodes.kitchen_sim_node import KitchenSimNode
-            from brainmem_ros.nodes.planner_node import PlannerNode
-
-            nodes.append(KitchenSimNode())
-            nodes.append(PlannerNode())
+        for spec in stack(demo):
+            overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
+            uses_model = spec.name in ("store_node", "encoder_node")
+            nodes.append(_node_class(spec.name)(parameter_overrides=overrides,
+                                                **({"embedder": embedder} if uses_model else {})))
     except BrainMemError as exc:
-        print(f"[FATAL] brainmem-ros bringup: {exc}", flush=True)
+        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
         for node in reversed(nodes):
             getattr(node, "close", lambda: None)()
             node.destroy_node()
@@ -100,17 +95,20 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
         return 1
 
     def ready() -> None:
-        print(
-            f"brainmem-ros bringup: {', '.join(n.get_name() for n in nodes)} up; store "
-            f"{nodes[0].memory.store.path}", flush=True)
+        print(f"brainmem-ros bringup: {', '.join(n.get_name() for n in nodes)} up in "
+              f"{namespace or '/'}; store {nodes[0].memory.store.path}", flush=True)
         if ready_file:
             ready_file.write_text(str(os.getpid()))
 
     # Producers close first, so the encoder hands its queue to a store that still serves.
-    order = [n for n in nodes if not isinstance(n, StoreNode)] + [nodes[0]]
+    order = nodes[1:] + nodes[:1]
     try:
-        spin_until_signal(nodes, close_order=order, on_ready=ready)
+        if not stop.is_set():
+            spin_until_signal(nodes, close_order=order, on_ready=ready)
     finally:
+        if stop.is_set():
+            for node in order:
+                getattr(node, "close", lambda: None)()
         rclpy.try_shutdown()
         order.clear()
         release(nodes)
@@ -118,64 +116,76 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
     return 0
 
 
+def _node_class(name: str):
+    from importlib import import_module
+
+    module = import_module(f"brainmem_ros.nodes.{name}")
+    return getattr(module, "".join(part.title() for part in name.split("_")[:-1]) + "Node")
+
+
 def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None,
                       ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
-                      demo: bool = False, start_timeout_s: float = 120.0,
-                      stop_timeout_s: float = 30.0) -> int:
-    """Each node in its own process (``python -m brainmem_ros.nodes.<name>``).
+                      demo: bool = False, namespace: str = "", use_sim_time: bool = False,
+                      start_timeout_s: float = 120.0, stop_timeout_s: float = 30.0) -> int:
+    """Run each node of the stack in its own process (``python -m brainmem_ros.nodes NAME``).
 
-    Ready once the store serves and the encoder listens; if any node exits, the others are stopped
-    and the exit is 1.
+    Ready once the store serves and the encoder listens. A stop asked for while the nodes start
+    stops them as soon as they can, and the exit is 0 when they all closed cleanly.
     """
-    args = ros_arguments(config, store, extra_ros_args)
-    names = list(MEMORY_NODES) + (["kitchen_sim_node", "planner_node"] if demo else [])
-    children: dict[str, subprocess.Popen] = {}
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    stop = hold()
     try:
-        for name in names:
-            extra = DEMO_PARAMETERS if demo and name == "planner_node" else []
-            if demo and name == "kitchen_sim_node":
-                extra = ["-p", "interruptions:=true"]
+        namespace = check_namespace(namespace)
+    except ValueError as exc:
+        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
+        return 2
+    args = ros_arguments(config, store, namespace, use_sim_time, extra_ros_args)
+    specs = stack(demo)
+    children: dict[str, subprocess.Popen] = {}
+    failed = False
+    try:
+        for spec in specs:
             # Each child gets its own process group: a Ctrl-C at the terminal reaches this process
-            # only, which then stops the producers before the store, as the one-process bringup
-            # does.
-            children[name] = subprocess.Popen(
-                [sys.executable, "-m", f"brainmem_ros.nodes.{name}", *args, *extra],
-                start_new_session=True, preexec_fn=_interrupt_when_parent_dies)
-        if not _wait_until_serving(children, stop, start_timeout_s):
-            return 1
-        print(
-            f"brainmem-ros bringup: {', '.join(names)} up, one process each "
-            f"(pids {' '.join(str(c.pid) for c in children.values())})", flush=True)
-        if ready_file:
-            ready_file.write_text(str(os.getpid()))
-        while not stop.wait(0.2):
-            gone = [n for n, c in children.items() if c.poll() is not None]
-            if gone:
-                print(
-                    f"[ERROR] brainmem-ros bringup: {', '.join(gone)} exited "
-                    f"(code {children[gone[0]].returncode}); stopping the others", file=sys.stderr,
-                    flush=True)
-                break
+            # only, which then stops the producers before the store.
+            children[spec.name] = subprocess.Popen(
+                [sys.executable, "-m", "brainmem_ros.nodes", spec.name, *args,
+                 *node_arguments(spec)], start_new_session=True,
+                preexec_fn=_interrupt_when_parent_dies)
+        serving = _wait_until_serving(children, namespace, stop, start_timeout_s)
+        if serving:
+            print(f"brainmem-ros bringup: {', '.join(children)} up in {namespace or '/'}, one "
+                  f"process each (pids {' '.join(str(c.pid) for c in children.values())})",
+                  flush=True)
+            if ready_file:
+                ready_file.write_text(str(os.getpid()))
+            failed = _watch(children, specs, stop)
+        else:
+            failed = not stop.is_set()
     finally:
         codes = _stop_children(children, stop_timeout_s)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if all(code == 0 for code in codes.values()):
+    if not failed and all(code == 0 for code in codes.values()):
         print("brainmem-ros bringup: stopped, memory flushed", flush=True)
         return 0
     print(f"brainmem-ros bringup: stopped; exit codes {codes}", file=sys.stderr, flush=True)
     return 1
 
 
+def _watch(children: dict, specs: Sequence[NodeSpec], stop) -> bool:
+    """Wait for a stop; True if a memory node exited on its own first."""
+    memory = {spec.name for spec in specs if spec.memory}
+    while not stop.wait(0.2):
+        gone = [n for n, c in children.items() if c.poll() is not None and n in memory]
+        if gone:
+            print(f"[ERROR] brainmem-ros bringup: {', '.join(gone)} exited (code "
+                  f"{children[gone[0]].returncode}); stopping the others", file=sys.stderr,
+                  flush=True)
+            return True
+    return False
+
+
 def _interrupt_when_parent_dies() -> None:
     """Have the kernel send SIGINT to this child when its bringup dies (Linux).
 
-    Linux: a node whose bringup was killed gets SIGINT and closes cleanly instead of living on.
+    A node whose bringup was killed then closes cleanly instead of living on.
     """
     try:
         import ctypes
@@ -185,35 +195,32 @@ def _interrupt_when_parent_dies() -> None:
         pass
 
 
-def _wait_until_serving(children: dict, stop: threading.Event, timeout_s: float) -> bool:
+def _wait_until_serving(children: dict, namespace: str, stop, timeout_s: float) -> bool:
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
     from brainmem_ros.srv import IngestTraces, RetrieveMemory
 
     context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("brainmem_bringup", context=context)
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("brainmem_bringup", namespace=namespace or "/", context=context)
     try:
-        clients = [
-            node.create_client(RetrieveMemory, names.RETRIEVE_MEMORY),
-            node.create_client(IngestTraces, names.INGEST_TRACES)
-        ]
+        clients = [node.create_client(RetrieveMemory, names.RETRIEVE_MEMORY),
+                   node.create_client(IngestTraces, names.INGEST_TRACES)]
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not stop.is_set():
             failed = [n for n, c in children.items() if c.poll() is not None]
             if failed:
-                print(
-                    f"[FATAL] brainmem-ros bringup: {', '.join(failed)} did not start (see its "
-                    "message above)", file=sys.stderr, flush=True)
+                print(f"[FATAL] brainmem-ros bringup: {', '.join(failed)} did not start (see its "
+                      "message above)", file=sys.stderr, flush=True)
                 return False
-            if all(c.service_is_ready()
-                   for c in clients) and node.count_subscribers(names.OBSERVATION) > 0:
+            if all(c.service_is_ready() for c in clients) \
+                    and node.count_subscribers(names.OBSERVATION) > 0:
                 return True
             time.sleep(0.2)
         if not stop.is_set():
-            print(
-                "[FATAL] brainmem-ros bringup: the memory nodes were not serving after "
-                f"{timeout_s:.0f} s", file=sys.stderr, flush=True)
+            print(f"[FATAL] brainmem-ros bringup: the memory nodes were not serving after "
+                  f"{timeout_s:.0f} s", file=sys.stderr, flush=True)
         return False
     finally:
         node.destroy_node()
@@ -223,7 +230,8 @@ def _wait_until_serving(children: dict, stop: threading.Event, timeout_s: float)
 def _stop_children(children: dict, timeout_s: float) -> dict:
     """Stop the producers first and the store last.
 
-    Producers first, the store last, so the encoder hands its queue to a store that still serves.
+    The encoder then hands its queue to a store that still serves. A stop asked for again meanwhile
+    changes nothing (the signal only sets the stop event).
     """
     producers = [n for n in children if n != "store_node"]
     for wave in (producers, [n for n in children if n == "store_node"]):

@@ -80,21 +80,31 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_bringup(args: argparse.Namespace) -> int:
     from brainmem_ros.bringup import bringup, bringup_processes
 
-    start = bringup_processes if args.processes else bringup
-    return start(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo)
+    start = bringup if args.one_process else bringup_processes
+    return start(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo,
+                 namespace=args.namespace, use_sim_time=args.use_sim_time)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from brainmem_ros.bringup.node_table import check_namespace
+
+    try:
+        namespace = check_namespace(args.namespace)
+    except ValueError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
 
     from brainmem_ros.replay.bag import BagError, replay
 
     rclpy.init()
-    node = rclpy.create_node("brainmem_replay")
-    executor = rclpy.executors.SingleThreadedExecutor()
+    node = rclpy.create_node("brainmem_replay", namespace=namespace or "/")
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        report = replay(node, args.bag, args.rate, args.topics, restamp=args.restamp)
+        report = replay(node, args.bag, args.rate, args.topics, restamp=args.restamp,
+                        clock=args.clock)
     except BagError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 1
@@ -102,8 +112,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         executor.spin_once(timeout_sec=0.5)  # let the last messages leave
         node.destroy_node()
         rclpy.try_shutdown()
-    print(
-        f"replayed {report.published} messages in {report.seconds:.1f} s, skipped {report.skipped}")
+    print(f"replayed {report.published} messages in {report.seconds:.1f} s, "
+          f"skipped {report.skipped}")
     for problem in report.problems[:10]:
         print(f"  skipped: {problem}")
     return 0
@@ -186,7 +196,7 @@ def _cmd_loadtest(args: argparse.Namespace) -> int:
         return 2
     report = run_loadtest(args.clients, args.seconds, args.rate, args.external, args.config,
                           args.json, client_rate=args.client_rate, one_process=args.one_process,
-                          novel_queries=args.novel_queries)
+                          novel_queries=args.novel_queries, namespace=args.namespace)
     print(describe(report), flush=True)
     code = 0 if report["errors"] == 0 else 1
     if report.get("teardown_hung"):
@@ -261,7 +271,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     handlers["eval-retrieval"] = _cmd_eval_retrieval
 
     up = verbs.add_parser(
-        "bringup", help="run the memory nodes, in one process or one each (no ros2 launch needed)")
+        "bringup", help="run the memory nodes as memory.launch.py does, one process each (no ros2 "
+        "launch needed)")
     up.add_argument("--config", type=Path, default=None,
                     help="parameter file (default: config/memory.yaml)")
     up.add_argument("--store", default=None,
@@ -270,9 +281,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
         "--demo", action="store_true",
         help="also start kitchen_sim_node and a scripted planner_node "
         "playing a few interrupted kitchen episodes")
-    up.add_argument(
-        "--processes", action="store_true", help="one process per node, as ros2 launch starts them "
-        "(faster under load: no shared interpreter lock)")
+    up.add_argument("--namespace", default="", metavar="NS",
+                    help="put every topic and service of the stack under /NS (robots side by side)")
+    up.add_argument("--use-sim-time", action="store_true",
+                    help="the nodes take their time from /clock (a simulator, or replay --clock)")
+    up.add_argument("--one-process", action="store_true",
+                    help="every node in this one process: the light way for one planner (under "
+                    "several clients, one process per node answers faster)")
     up.add_argument("--ready-file", type=Path, default=None, help=argparse.SUPPRESS)
     handlers["bringup"] = _cmd_bringup
 
@@ -285,6 +300,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                     help="topics to play (default: observation and action_result)")
     rp.add_argument("--restamp", action="store_true",
                     help="shift header stamps so the run starts now")
+    rp.add_argument("--clock", action="store_true",
+                    help="publish /clock from the bag's time, as ros2 bag play --clock (for nodes "
+                    "on "
+                    "use_sim_time)")
+    rp.add_argument("--namespace", default="", metavar="NS",
+                    help="replay the recorded topics under /NS (the stack of robot NS)")
     handlers["replay"] = _cmd_replay
 
     ev = verbs.add_parser(
@@ -353,6 +374,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                     help="use memory nodes already running (else start them)")
     lt.add_argument("--config", type=Path, default=None,
                     help="parameter file for the memory nodes it starts")
+    lt.add_argument("--namespace", default="", metavar="NS",
+                    help="the stack under /NS (started there, or already running there)")
     lt.add_argument("--json", type=Path, default=None, metavar="PATH")
     handlers["loadtest"] = _cmd_loadtest
 

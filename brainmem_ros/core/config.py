@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,7 +18,10 @@ import yaml
 from brainmem_ros.core.embedding import BACKENDS
 from brainmem_ros.core.errors import InvalidRequest
 
-__all__ = ["MemoryConfig", "ConfigError", "Param", "iter_params", "defaults_yaml"]
+# A frame id as tf2 and ROS 2 write them (validation.check_frame says the same for requests).
+_FRAME_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,127}")
+
+__all__ = ["MemoryConfig", "ConfigError", "Param", "iter_params", "defaults_yaml", "check_value"]
 
 
 class ConfigError(InvalidRequest):
@@ -36,6 +40,10 @@ def p(default, description: str, lo=None, hi=None, choices=None):
 class StoreSection:
     path: str = p("~/.ros/brainmem/memory.db",
                   "SQLite file of long-term memory; the FAISS index lives beside it")
+    fixed_frame: str = p("map", "frame of positions that come without one (observations, stored "
+                         "memories, spatial queries)")
+    frames: list = p([], "frames positions may be given in besides fixed_frame; empty: any frame "
+                     "(a query still needs memories in its frame: no transforms without tf2)")
     exact_below: int = p(
         10000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0,
         10**9)
@@ -98,6 +106,9 @@ class EncodingSection:
     functional_predicates: list = p(
         ["location", "state"],
         "predicates with one current value per subject: a newer fact supersedes the older")
+    max_future_s: float = p(300.0, "stamps further ahead of the clock than this are refused: a "
+                            "sender with a wrong clock would make its memories newer than "
+                            "everything", 0.0, 1e9)
 
 
 @dataclass(frozen=True)
@@ -241,7 +252,8 @@ def iter_params() -> Iterator[Param]:
                         f.metadata["choices"])
 
 
-def _check(param: Param, value: Any) -> Any:
+def check_value(param: Param, value: Any) -> Any:
+    """Return ``value`` as ``param`` takes it, or raise ConfigError saying what is wrong."""
     if param.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if param.type is list and isinstance(value, tuple):
@@ -287,7 +299,7 @@ class MemoryConfig:
         for name, value in values.items():
             section, key = name.split(".", 1)
             try:
-                per_section[section][key] = _check(known[name], value)
+                per_section[section][key] = check_value(known[name], value)
             except ConfigError as exc:
                 problems.append(str(exc))
         if problems:
@@ -300,6 +312,10 @@ class MemoryConfig:
             raise ConfigError("retrieval weights w_* must not all be zero")
         if config.retrieval.top_k > config.retrieval.max_top_k:
             raise ConfigError("retrieval.top_k must not exceed retrieval.max_top_k")
+        for frame in [config.store.fixed_frame, *config.store.frames]:
+            if not frame or not _FRAME_NAME.fullmatch(frame):
+                raise ConfigError(
+                    f"store.fixed_frame and store.frames must be frame names, got {frame!r}")
         return config
 
     @classmethod

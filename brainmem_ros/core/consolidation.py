@@ -16,12 +16,12 @@ Everything derived from one call is stored in one transaction.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock, wall_clock
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.embedding import Embedder
 from brainmem_ros.core.extraction import HELD
@@ -60,7 +60,9 @@ def _new_id(zone: Zone) -> str:
 
 class Consolidator:
 
-    def __init__(self, config: MemoryConfig, store: LongTermStore, embedder: Embedder):
+    def __init__(self, config: MemoryConfig, store: LongTermStore, embedder: Embedder,
+                 clock: Clock = wall_clock):
+        self.clock = clock
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -72,7 +74,7 @@ class Consolidator:
         Promote what matters from ``wm``; with a finished ``goal``, also learn from its outcome.
         """
         cfg = self.config.consolidation
-        now = now or time.time()
+        now = now or self.clock()
         report = ConsolidationReport()
         keep = [t for t in wm.traces if t.importance >= cfg.threshold]
         entries: list[Entry] = []
@@ -108,7 +110,7 @@ class Consolidator:
                              relations=[rel], importance=max(trace.importance,
                                                              0.5), created=trace.timestamp,
                              source="consolidation", confidence=trace.confidence,
-                             location=trace.location, position=trace.position,
+                             location=trace.location, position=trace.position, frame=trace.frame,
                              derived_from=[episode.id], id=_new_id(Zone.SEMANTIC))
                 known[(rel.subject, rel.predicate)] = (rel.object, fact.id)
                 entries.append(fact)
@@ -153,7 +155,8 @@ class Consolidator:
                      embedding=trace.embedding, entities=list(trace.entities), relations=relations,
                      importance=cfg.warning_importance if failed else trace.importance,
                      created=trace.timestamp, source=trace.source, confidence=trace.confidence,
-                     location=trace.location, position=trace.position, warning=failed,
+                     location=trace.location, position=trace.position, frame=trace.frame,
+                     warning=failed,
                      id=_new_id(Zone.EPISODIC))
 
     def _learn_from_goal(self, wm, goal, entries, strengthen, texts_to_embed, existing_warnings,

@@ -15,6 +15,8 @@ mixing two vector spaces.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -57,6 +59,21 @@ def model_folder() -> Path:
     if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
         raise EmbedderUnavailable(f"the embedding model files are missing under {folder}")
     return folder
+
+
+@contextlib.contextmanager
+def _cache_lock(cache_dir: Path):
+    """One process at a time makes the cached graphs; the others wait, then reuse what it made.
+
+    Nodes started together (``ros2 launch``) would otherwise each export the model at once.
+    """
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / ".export.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class MiniLMEmbedder:
@@ -118,9 +135,10 @@ class MiniLMEmbedder:
         self._tokenizer = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        graph = self._exported_graph(cache_dir)
-        if self.backend == "onnx-int8":
-            graph = self._quantised_graph(graph)
+        with _cache_lock(cache_dir):
+            graph = self._exported_graph(cache_dir)
+            if self.backend == "onnx-int8":
+                graph = self._quantised_graph(graph)
         # One session per worker: sessions share no arena, so side-by-side passes do not contend.
         self._sessions = [self._onnx_session(ort, graph) for _ in range(threads)]
         self._single = self._sessions[0]  # ONNX Runtime allows concurrent runs on one session
@@ -134,7 +152,7 @@ class MiniLMEmbedder:
         options.inter_op_num_threads = 1
         # Idle worker threads sleep instead of spinning: on a robot the cores are shared with the
         # planner, perception and the other nodes, and spinning threads starve them (measured with
-        # brainmem-ros loadtest: 8 clients got 14 answers/s with spinning on this 2-core machine).
+        # brainmem-ros loadtest on a 2-core machine).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -6,19 +6,21 @@ know the active goal and what is already believed about the same entities.
 """
 from __future__ import annotations
 
-import time
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from brainmem_ros.core.config import ImportanceSection
+from brainmem_ros.core.clock import Clock, wall_clock
+from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.embedding import Embedder
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.extraction import Vocabulary, canonical, extract
 from brainmem_ros.core.importance import goal_relevance, initial_importance, novelty
 from brainmem_ros.core.trace import Position, Trace, TraceKind
-from brainmem_ros.core.validation import check_agent, check_position, check_text, check_unit
+from brainmem_ros.core.validation import (check_agent, check_frame, check_position, check_text,
+                                          check_unit)
 
 __all__ = ["Event", "EncodingContext", "Encoder"]
 
@@ -39,6 +41,7 @@ class Event:
     action: str = ""
     goal_id: str = ""
     timestamp: float = 0.0
+    frame: str = ""  # the frame of ``position``; empty: the store's fixed frame
 
 
 @dataclass
@@ -52,23 +55,48 @@ class EncodingContext:
 
 
 class Encoder:
+    """Turns events into traces: validation, one batched embedding, entities and relations."""
 
-    def __init__(self, embedder: Embedder, vocabulary: Vocabulary, weights: ImportanceSection,
-                 max_text_chars: int):
+    def __init__(self, embedder: Embedder, vocabulary: Vocabulary, config: MemoryConfig,
+                 clock: Clock = wall_clock):
         self.embedder = embedder
         self.vocabulary = vocabulary
         self._pattern = vocabulary.pattern()
-        self.weights = weights
-        self.max_text_chars = max_text_chars
+        self.weights = config.importance
+        self.max_text_chars = config.encoding.max_text_chars
+        self.max_future_s = config.encoding.max_future_s
+        self.fixed_frame = config.store.fixed_frame
+        self.frames = frozenset(config.store.frames)
+        self.clock = clock
 
-    def validate(self, event: Event) -> None:
+    def validate(self, event: Event, now: Optional[float] = None) -> None:
+        """Refuse a bad event; with ``now``, also one stamped too far ahead of the clock."""
         check_agent(event.agent_id)
         check_text(event.text, "text", self.max_text_chars)
         check_unit(event.confidence, "confidence")
-        check_position(event.position)
         if len(event.entities) > 256 or any(not isinstance(e, str) or len(e) > 200
                                             for e in event.entities):
             raise InvalidRequest("entities must be at most 256 names of at most 200 characters")
+        self.check_place_and_time(event.position, event.frame, event.timestamp, now)
+
+    def check_place_and_time(self, position: Optional[Position], frame: str, stamp: float,
+                             now: Optional[float]) -> None:
+        """Refuse a position that is not finite or is in an unknown frame, and a bad stamp.
+
+        A stamp more than ``encoding.max_future_s`` ahead of ``now`` is refused: a sender with a
+        wrong clock would make its memories newer than everything seen since.
+        """
+        check_position(position)
+        check_frame(frame)
+        if position is not None and self.frames and frame and frame != self.fixed_frame \
+                and frame not in self.frames:
+            raise InvalidRequest(f"unknown frame {frame!r}: positions are accepted in "
+                                 f"{', '.join(sorted({self.fixed_frame, *self.frames}))}")
+        if not isinstance(stamp, (int, float)) or not math.isfinite(stamp) or stamp < 0:
+            raise InvalidRequest(f"stamp must be a time in seconds, got {stamp!r}")
+        if now is not None and stamp > now + self.max_future_s:
+            raise InvalidRequest(f"stamp {stamp:.3f} is {stamp - now:.0f} s ahead of the clock "
+                                 f"({now:.3f}), more than encoding.max_future_s")
 
     def prepare(self, events: Sequence[Event]) -> list[Trace]:
         """Validate, embed and extract a batch of events; importance is left for ``score``.
@@ -76,12 +104,12 @@ class Encoder:
         Validate everything first (a bad event rejects the batch), then embed in one call and
         extract entities and relations. Importance is left at 0: it needs the agent's context.
         """
-        for event in events:
-            self.validate(event)
         if not events:
             return []
+        now = self.clock()
+        for event in events:
+            self.validate(event, now)
         vectors = self.embedder.embed([e.text for e in events])
-        now = time.time()
         traces = []
         for event, vector in zip(events, vectors):
             found = extract(event.text, self.vocabulary, self._pattern)
@@ -93,7 +121,9 @@ class Encoder:
                       embedding=vector, entities=entities, relations=found.relations,
                       importance=0.0, timestamp=event.timestamp or now, source=event.source
                       or event.kind.value, confidence=float(event.confidence),
-                      location=event.location, position=event.position, success=event.success,
+                      location=event.location, position=event.position,
+                      frame=(event.frame or self.fixed_frame) if event.position is not None else "",
+                      success=event.success,
                       action=event.action, goal_id=event.goal_id))
         return traces
 

@@ -5,7 +5,9 @@ be passed on as-is in a service response's ``message`` field. Nodes catch ``Brai
 answer ``success: false``; anything else is a bug.
 """
 
-__all__ = ["BrainMemError", "InvalidRequest", "StoreUnavailable", "EmbedderUnavailable"]
+__all__ = [
+    "BrainMemError", "InvalidRequest", "StoreUnavailable", "EmbedderUnavailable", "TimeUnavailable"
+]
 
 
 class BrainMemError(Exception):
@@ -28,3 +30,10 @@ class StoreUnavailable(BrainMemError):
 
 class EmbedderUnavailable(BrainMemError):
     """The embedding model cannot be loaded (package missing, files damaged)."""
+
+
+class TimeUnavailable(BrainMemError):
+    """The robot's clock has no time yet (simulated time before the first ``/clock`` message).
+
+    Nothing is stamped with a made-up time: the request can be sent again once time runs.
+    """

@@ -36,11 +36,9 @@ class ForgettingReport:
     seconds: float = 0.0
 
 
-def forget(store, settings: ForgettingSection, now: float | None = None,
-           agent_id: str = "") -> ForgettingReport:
+def forget(store, settings: ForgettingSection, now: float, agent_id: str = "") -> ForgettingReport:
     """One pass over the store (or one agent's part of it): decay, prune, cap."""
     start = time.perf_counter()
-    now = now or time.time()
     rowids, importance, last_access, agent_index, agents = store.decay_inputs()
     if agent_id:
         if agent_id not in agents:

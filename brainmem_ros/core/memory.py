@@ -7,12 +7,12 @@ Thread-safe: one lock (working memory's) guards every agent's working memory, th
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock, wall_clock
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.consolidation import ConsolidationReport, Consolidator
 from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
@@ -25,7 +25,7 @@ from brainmem_ros.core.store import LongTermStore
 from brainmem_ros.core.retrieval import RetrievalRequest, RetrievalResult, Retriever
 from brainmem_ros.core.trace import Entry, Goal, GoalStatus, Trace, TraceKind, Zone
 from brainmem_ros.core.store import IndexSettings
-from brainmem_ros.core.validation import (check_agent, check_embedding, check_position, check_text,
+from brainmem_ros.core.validation import (check_agent, check_embedding, check_text,
                                           check_unit)
 from brainmem_ros.core.working_memory import (AgentWorkingMemory, WorkingMemory, trace_from_json,
                                               trace_to_json)
@@ -38,8 +38,14 @@ log = logging.getLogger("brainmem_ros.core.memory")
 class BrainMemory:
 
     def __init__(self, config: MemoryConfig | None = None, embedder: Embedder | None = None,
-                 store_path: str | Path | None = None):
+                 store_path: str | Path | None = None, clock: Clock = wall_clock):
+        """Open the memory: the store, working memory and its journal, the model.
+
+        ``clock`` is the robot's time (a node's clock under ROS); every stamp, recency and decay
+        reads it.
+        """
         self.config = config or MemoryConfig()
+        self.clock = clock
         if store_path is not None:
             self.config = self.config.replace(**{"store.path": str(store_path)})
         self.embedder = embedder or MiniLMEmbedder.configured(self.config.embedding)
@@ -51,18 +57,18 @@ class BrainMemory:
                                 s.hnsw_history_m, s.hnsw_history_ef_construction, s.hnsw_large_rows,
                                 s.hnsw_large_m), synchronous=s.synchronous,
             index_save_every=s.index_save_every, model_name=self.embedder.name,
-            embedding_precision=s.embedding_precision)
+            embedding_precision=s.embedding_precision, clock=clock, fixed_frame=s.fixed_frame)
         self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities,
                                                 self.config.encoding.places)
         snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"
-        self.working = WorkingMemory(self.config.working, Path(snapshot).expanduser())
+        self.working = WorkingMemory(self.config.working, Path(snapshot).expanduser(), clock)
         self._resume_traces()
-        self.encoder = Encoder(self.embedder, self.vocabulary, self.config.importance,
-                               self.config.encoding.max_text_chars)
-        self.retriever = Retriever(self.config, self.store, self.embedder, self.vocabulary)
-        self.consolidator = Consolidator(self.config, self.store, self.embedder)
+        self.encoder = Encoder(self.embedder, self.vocabulary, self.config, clock)
+        self.retriever = Retriever(self.config, self.store, self.embedder, self.vocabulary, clock)
+        self.consolidator = Consolidator(self.config, self.store, self.embedder, clock)
         self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
         self._finished: dict[str, Goal] = {}
+        self._learned: dict[str, None] = {}  # ids of finished goals already learned from
         # The same lock as working memory's own: readers (the snapshot, get_working_memory) iterate
         # an agent's traces under it, so ingest and consolidation must change them under it too.
         self._lock = self.working.lock
@@ -133,7 +139,11 @@ class BrainMemory:
         check_text(trace.text, "text", self.config.encoding.max_text_chars)
         check_embedding(trace.embedding, self.embedder.dim)
         check_unit(trace.confidence, "confidence")
-        check_position(trace.position)
+        now = self.clock()
+        self.encoder.check_place_and_time(trace.position, trace.frame, trace.timestamp, now)
+        trace.timestamp = trace.timestamp or now
+        if trace.position is not None and not trace.frame:
+            trace.frame = self.config.store.fixed_frame
 
     def observe(self, agent_id: str, text: str, **fields) -> Trace:
         return self.encode([Event(agent_id, TraceKind.OBSERVATION, text, **fields)])[0]
@@ -169,9 +179,13 @@ class BrainMemory:
         if not entries:
             raise InvalidRequest("no entries to store")
         missing = []
+        now = self.clock()
         for entry in entries:
             check_agent(entry.agent_id)
             check_text(entry.content, "content", self.config.encoding.max_text_chars)
+            self.encoder.check_place_and_time(entry.position, entry.frame, entry.created, now)
+            if entry.position is not None and not entry.frame:
+                entry.frame = self.config.store.fixed_frame
             if not isinstance(entry.zone, Zone) or entry.zone is Zone.WORKING:
                 raise InvalidRequest(
                     f"zone must be one of episodic, semantic, procedural, goal; got {entry.zone!r}")
@@ -202,12 +216,16 @@ class BrainMemory:
         """
         if goal_id and goal is None:
             goal = self._finished.get(goal_id)
+            if goal is None and goal_id in self._learned:
+                return ConsolidationReport()  # asked twice (a planner and consolidation_node)
             if goal is None:
-                raise InvalidRequest(
-                    f"goal {goal_id!r} has not finished (or was already consolidated)")
+                raise InvalidRequest(f"goal {goal_id!r} has not finished")
             agent_id = agent_id or goal.agent_id
         if goal is not None:
             self._finished.pop(goal.id, None)
+            self._learned[goal.id] = None
+            while len(self._learned) > 1024:
+                self._learned.pop(next(iter(self._learned)))
         total = ConsolidationReport()
         agents = [agent_id] if agent_id else list(self.working.agents)
         for agent in agents:
@@ -227,7 +245,7 @@ class BrainMemory:
             check_agent(agent_id)
             report.deleted = self.store.delete(agent_id, ids=ids, entities=entities)
         if decay:
-            swept = forget(self.store, self.config.forgetting, agent_id=agent_id)
+            swept = forget(self.store, self.config.forgetting, self.clock(), agent_id=agent_id)
             report.decayed, report.archived = swept.decayed, swept.archived
             report.evicted = swept.evicted
             report.deleted += swept.deleted
@@ -293,7 +311,7 @@ class BrainMemory:
             if mine:
                 now_values = decayed_importance(np.array([e.importance for e in mine]),
                                                 np.array([e.last_access for e in mine]),
-                                                time.time(), self.config.forgetting.decay_tau_s)
+                                                self.clock(), self.config.forgetting.decay_tau_s)
                 updated = self.store.set_importance([e.id for e in mine],
                                                     after_outcome(now_values, success).tolist())
         warning_id = ""

@@ -89,6 +89,7 @@ class Trace:
     action: str = ""
     goal_id: str = ""
     id: str = ""
+    frame: str = ""  # the frame of ``position``
 
 
 @dataclass
@@ -120,6 +121,7 @@ class Entry:
     goal_key: str = ""
     derived_from: list[str] = field(default_factory=list)
     id: str = ""
+    frame: str = ""  # the frame of ``position``
 
 
 @dataclass

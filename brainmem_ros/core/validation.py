@@ -12,9 +12,13 @@ import numpy as np
 
 from brainmem_ros.core.errors import InvalidRequest
 
-__all__ = ["check_agent", "check_text", "check_unit", "check_position", "check_embedding"]
+__all__ = [
+    "check_agent", "check_text", "check_unit", "check_position", "check_embedding", "check_frame"
+]
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
+# A frame id as tf2 and ROS 2 write them: no spaces, no leading slash.
+_FRAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,127}")
 
 
 def check_agent(agent_id: str) -> str:
@@ -59,3 +63,11 @@ def check_embedding(embedding, dim: int) -> np.ndarray:
     if not np.all(np.isfinite(vector)):
         raise InvalidRequest("embedding contains NaN or infinite values")
     return vector
+
+
+def check_frame(frame: str) -> str:
+    """Check a frame id (empty means: the store's fixed frame)."""
+    if not isinstance(frame, str) or (frame and not _FRAME.fullmatch(frame)):
+        raise InvalidRequest(f"frame_id {frame!r} is not a frame name (letters, digits, _ . / -; "
+                             "no spaces, no leading slash; at most 128)")
+    return frame

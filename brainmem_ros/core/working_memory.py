@@ -21,6 +21,7 @@ from typing import Optional
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock, wall_clock
 from brainmem_ros.core.config import WorkingSection
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.extraction import HELD
@@ -43,9 +44,10 @@ class EntityState:
 class AgentWorkingMemory:
     """One agent's working memory."""
 
-    def __init__(self, agent_id: str, limits: WorkingSection):
+    def __init__(self, agent_id: str, limits: WorkingSection, clock: Clock = wall_clock):
         self.agent_id = agent_id
         self.limits = limits
+        self.clock = clock
         self.traces: deque[Trace] = deque(maxlen=limits.max_traces)
         self.actions: deque[Trace] = deque(maxlen=limits.max_actions)
         self.environment: OrderedDict[str, EntityState] = OrderedDict()
@@ -63,7 +65,7 @@ class AgentWorkingMemory:
         are shared, not copied.
         """
         copy = AgentWorkingMemory.__new__(AgentWorkingMemory)
-        copy.agent_id, copy.limits = self.agent_id, self.limits
+        copy.agent_id, copy.limits, copy.clock = self.agent_id, self.limits, self.clock
         copy.traces = deque(self.traces, maxlen=self.traces.maxlen)
         copy.actions = deque(self.actions, maxlen=self.actions.maxlen)
         copy.environment = OrderedDict(self.environment)
@@ -157,7 +159,7 @@ class AgentWorkingMemory:
             self.stack[
                 -1].status = GoalStatus.SUSPENDED if goal.temporary else self.stack[-1].status
             goal.parent_id = goal.parent_id or self.stack[-1].id
-        goal.agent_id, goal.status, goal.stamp = self.agent_id, GoalStatus.ACTIVE, time.time()
+        goal.agent_id, goal.status, goal.stamp = self.agent_id, GoalStatus.ACTIVE, self.clock()
         self.stack.append(goal)
         return goal
 
@@ -175,7 +177,7 @@ class AgentWorkingMemory:
         # Subgoals of a finished goal finish with it.
         self.stack = [g for g in self.stack if g.parent_id != goal.id]
         goal.status = status if status is not None else goal.status
-        goal.stamp = time.time()
+        goal.stamp = self.clock()
         if self.stack and self.stack[-1].status is GoalStatus.SUSPENDED:
             self.stack[-1].status = GoalStatus.ACTIVE
         return goal
@@ -200,8 +202,9 @@ class AgentWorkingMemory:
         }
 
     @classmethod
-    def from_dict(cls, data: dict, limits: WorkingSection) -> "AgentWorkingMemory":
-        wm = cls(data["agent_id"], limits)
+    def from_dict(cls, data: dict, limits: WorkingSection,
+                  clock: Clock = wall_clock) -> "AgentWorkingMemory":
+        wm = cls(data["agent_id"], limits, clock)
         by_id = {}
         for t in data.get("traces", []):
             trace = _trace_from_dict(t)
@@ -253,8 +256,10 @@ def _trace_from_dict(d: dict) -> Trace:
 class WorkingMemory:
     """Every agent's working memory, with an atomic JSON snapshot on disk."""
 
-    def __init__(self, limits: WorkingSection, snapshot_path: Optional[Path] = None):
+    def __init__(self, limits: WorkingSection, snapshot_path: Optional[Path] = None,
+                 clock: Clock = wall_clock):
         self.limits = limits
+        self.clock = clock
         self.snapshot_path = snapshot_path
         self.lock = threading.RLock()
         # Writers are serialised so that two threads never share the partial file and a later
@@ -267,7 +272,7 @@ class WorkingMemory:
     def agent(self, agent_id: str) -> AgentWorkingMemory:
         with self.lock:
             if agent_id not in self.agents:
-                self.agents[agent_id] = AgentWorkingMemory(agent_id, self.limits)
+                self.agents[agent_id] = AgentWorkingMemory(agent_id, self.limits, self.clock)
             return self.agents[agent_id]
 
     def save(self) -> None:
@@ -282,7 +287,7 @@ class WorkingMemory:
             with self.lock:
                 text = json.dumps({
                     "version": 1,
-                    "saved": time.time(),
+                    "saved": time.time(),  # the file's own stamp, on this machine's clock
                     "agents": [wm.to_dict() for wm in self.agents.values()]
                 })
             partial = self.snapshot_path.with_suffix(f".{os.getpid()}.partial")
@@ -297,7 +302,7 @@ class WorkingMemory:
         try:
             data = json.loads(self.snapshot_path.read_text(encoding="utf-8"))
             agents = {
-                a["agent_id"]: AgentWorkingMemory.from_dict(a, self.limits)
+                a["agent_id"]: AgentWorkingMemory.from_dict(a, self.limits, self.clock)
                 for a in data["agents"]
             }
         except (OSError, ValueError, KeyError, TypeError) as exc:

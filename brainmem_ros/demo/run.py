@@ -117,8 +117,7 @@ def run_bag_demo(timeout_s: float = 120.0) -> int:
             t0 = time.perf_counter()
             answer = call(
                 RetrieveMemory, names.RETRIEVE_MEMORY,
-                RetrieveMemory.Request(agent_id="robot", query=query, context=context, top_k=4,
-                                       include_working=True))
+                RetrieveMemory.Request(agent_id="robot", query=query, context=context, top_k=4))
             ms = (time.perf_counter() - t0) * 1000
             print(f"Q: {query}   ({ms:.1f} ms, success={answer.success})")
             for m in answer.memories:

@@ -1,7 +1,6 @@
 """The memory an in-process episode talks to: a BrainMemory in this process, no ROS."""
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 from brainmem_ros.core.memory import BrainMemory
@@ -28,7 +27,7 @@ class InProcessMemory:
         self.top_k, self.prompt_limit = top_k, prompt_limit
 
     def begin(self, task: str) -> str:
-        self.started = time.time()
+        self.started = self.memory.clock()
         return self.memory.push_goal(self.agent_id, task, fresh_world=True).id
 
     def interrupt(self, description: str) -> str:
@@ -52,7 +51,7 @@ class InProcessMemory:
                                  include_working=True, since=self.started))
             results.append((r.recalls, r.warnings))
         wm = self.memory.working.agents.get(self.agent_id)
-        return render_merged(results, self.memory.retriever.task_state(wm), time.time(),
+        return render_merged(results, self.memory.retriever.task_state(wm), self.memory.clock(),
                              self.memory.config.retrieval.language, self.prompt_limit)
 
     def end(self, goal_id: str, success: bool) -> None:

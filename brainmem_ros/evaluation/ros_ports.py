@@ -96,7 +96,12 @@ class RosMemory:
         self.working = node.create_client(GetWorkingMemory, names.GET_WORKING_MEMORY)
         self.started = 0.0
         self.goal_id = ""
+        self._clock = node.get_clock()
         self._last_stamp = 0.0
+
+    def _now(self) -> float:
+        """Return the node's time (simulated time under use_sim_time), as the store stamps it."""
+        return self._clock.now().nanoseconds / 1e9
 
     def _goal(self, op: int, description: str = "", goal_id: str = "", temporary: bool = False,
               fresh_world: bool = False):
@@ -109,7 +114,7 @@ class RosMemory:
         return _call(self.goals, request, self.timeout_s).goal
 
     def begin(self, task: str) -> str:
-        self.started = time.time()
+        self.started = self._now()
         self.goal_id = self._goal(self.srv["UpdateGoal"].Request.OP_PUSH, task, fresh_world=True).id
         return self.goal_id
 
@@ -128,7 +133,7 @@ class RosMemory:
         """
         from brainmem_ros.nodes.conversions import to_time
 
-        self._last_stamp = max(time.time(), self._last_stamp + 1e-3)
+        self._last_stamp = max(self._now(), self._last_stamp + 1e-3)
         msg.header.stamp = to_time(self._last_stamp)
         publisher.publish(msg)
         return self._last_stamp
@@ -178,11 +183,11 @@ class RosMemory:
             r = _call(
                 self.retrieve,
                 RetrieveMemory.Request(agent_id=self.agent_id, query=query[:4000], context=context,
-                                       top_k=self.top_k, include_working=True, since=self.started),
+                                       top_k=self.top_k, since=self.started),
                 self.timeout_s)
             results.append(([recall_from_msg(m) for m in r.memories], list(r.warnings)))
             state_prompt = state_prompt or r.memory_prompt
-        merged = render_merged(results, TaskState(), time.time(), self.language, self.prompt_limit)
+        merged = render_merged(results, TaskState(), self._now(), self.language, self.prompt_limit)
         return splice_task_section(merged, state_prompt, self.language)
 
     def end(self, goal_id: str, success: bool) -> None:
@@ -204,5 +209,5 @@ class RosMemory:
                                     reason="goal_completed" if success else "goal_failed",
                                     goal_id=goal_id), self.timeout_s)
         except RosCallError as exc:
-            if "already consolidated" not in str(exc) and "has not finished" not in str(exc):
+            if "has not finished" not in str(exc):  # a store restarted since the goal ended
                 raise

@@ -29,8 +29,8 @@ __all__ = ["evaluate_via_ros", "NodeProcesses"]
 TIMER_OFF_S = 86400.0  # the longest period the parameter accepts: no tick within an evaluation
 
 
-def _python_module(module: str, *ros_args: str) -> list[str]:
-    return [sys.executable, "-m", module, "--ros-args", *ros_args]
+def _node_process(name: str, *ros_args: str) -> list[str]:
+    return [sys.executable, "-m", "brainmem_ros.nodes", name, "--ros-args", *ros_args]
 
 
 class NodeProcesses:
@@ -63,7 +63,7 @@ class NodeProcesses:
         ]
         if self.settings.game_params:
             sim += ["-p", f"game_params:={self.settings.game_params}"]
-        self._start(_python_module("brainmem_ros.nodes.kitchen_sim_node", *sim), "kitchen")
+        self._start(_node_process("kitchen_sim_node", *sim), "kitchen")
         deadline = time.monotonic() + 120.0
         while not ready.exists():
             if time.monotonic() > deadline or any(c.poll() is not None for c in self.children):
@@ -98,15 +98,15 @@ class NodeProcesses:
 
 
 def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]:
-    return _python_module("brainmem_ros.nodes.planner_node", "-p", f"backend:={settings.planner}",
-                          "-p", f"condition:={condition}", "-p",
-                          f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p",
-                          f"attempts:={settings.attempts}", "-p",
-                          f"lifelong:={str(settings.lifelong).lower()}", "-p",
-                          f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}",
-                          "-p", f"top_k:={settings.top_k}", "-p", f"agent_id:=robot-{condition}",
-                          "-p", f"results_file:={results}", "-p", "exit_when_done:=true", "-r",
-                          "__node:=planner_" + condition)
+    return _node_process("planner_node", "-p", f"backend:={settings.planner}",
+                         "-p", f"condition:={condition}", "-p",
+                         f"seeds:={','.join(str(s) for s in settings.seeds)}", "-p",
+                         f"attempts:={settings.attempts}", "-p",
+                         f"lifelong:={str(settings.lifelong).lower()}", "-p",
+                         f"window:={settings.window}", "-p", f"max_steps:={settings.max_steps}",
+                         "-p", f"top_k:={settings.top_k}", "-p", f"agent_id:=robot-{condition}",
+                         "-p", f"results_file:={results}", "-p", "exit_when_done:=true", "-r",
+                         "__node:=planner_" + condition)
 
 
 def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: float = 3600.0,

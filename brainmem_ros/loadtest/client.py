@@ -1,9 +1,9 @@
 """One client process of ``brainmem-ros loadtest``: it asks ``/retrieve_memory`` until time is up.
 
 Run by the load generator as ``python -m brainmem_ros.loadtest.client --worker SECONDS OUT INDEX
-RATE NOVEL GO``. The clients' response queue is deep on purpose: a service's responses reach every
-client of it, and under KEEP_LAST 10 (the ROS default for services) a client that the scheduler
-leaves waiting while ten other answers arrive loses its own.
+RATE NOVEL GO NAMESPACE``. The clients' response queue is deep on purpose: a service's responses
+reach every client of it, and under KEEP_LAST 10 (the ROS default for services) a client that the
+scheduler leaves waiting while ten other answers arrive loses its own.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _wait_for_start(go: Path, timeout: float) -> Optional[float]:
 
 
 def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: bool = False,
-            go: Optional[Path] = None) -> int:
+            go: Optional[Path] = None, namespace: str = "/") -> int:
     """Run one client process: retrieve until time is up, write latencies and errors.
 
     One client process: retrieve until time is up (``rate`` calls a second, 0: back to back), write
@@ -73,7 +73,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
     from brainmem_ros.srv import RetrieveMemory
 
     rclpy.init()
-    node = rclpy.create_node(f"loadtest_client_{index}")
+    node = rclpy.create_node(f"loadtest_client_{index}", namespace=namespace)
     # One executor holding the node for the whole run: ``rclpy.spin_until_future_complete`` adds the
     # node to the global executor and removes it again on every call, CPU the clients take from the
     # memory nodes on a small machine.
@@ -86,7 +86,7 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
 
     def ask(i: int) -> RetrieveMemory.Request:  # the untimed first call is the same kind of request
         return RetrieveMemory.Request(agent_id="robot", query=_query(i, index, novel), top_k=5,
-                                      include_working=True, context="make a sandwich")
+                                      context="make a sandwich")
 
     started = None
     if not client.wait_for_service(timeout_sec=30.0):
@@ -154,11 +154,11 @@ def _worker(seconds: float, out: Path, index: int, rate: float = 0.0, novel: boo
     return 0
 
 
-# the client processes run this module: --worker SECONDS OUT INDEX RATE NOVEL GO
+# the client processes run this module: --worker SECONDS OUT INDEX RATE NOVEL GO NAMESPACE
 if __name__ == "__main__":
-    if len(sys.argv) != 8 or sys.argv[1] != "--worker":
+    if len(sys.argv) != 9 or sys.argv[1] != "--worker":
         sys.exit(
             "usage: brainmem-ros loadtest (this module's own entry is for its client processes)")
     sys.exit(
         _worker(float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
-                sys.argv[6] == "1", Path(sys.argv[7])))
+                sys.argv[6] == "1", Path(sys.argv[7]), sys.argv[8]))

@@ -47,7 +47,8 @@ TEARDOWN_TIMEOUT_S = 15.0
 def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                  external: bool = False, config: Optional[Path] = None,
                  json_path: Optional[Path] = None, client_rate: float = 0.0,
-                 one_process: bool = False, novel_queries: bool = False) -> dict:
+                 one_process: bool = False, novel_queries: bool = False,
+                 namespace: str = "") -> dict:
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -62,7 +63,8 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                    "--store", str(folder / "memory.db"),
                    "--ready-file", str(ready)]
         command += ["--config", str(config)] if config else []
-        command += [] if one_process else ["--processes"]
+        command += ["--one-process"] if one_process else []
+        command += ["--namespace", namespace] if namespace else []
         memory = subprocess.Popen(command, stdout=open(folder / "memory.log", "w"),
                                   stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 120
@@ -71,7 +73,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                 raise RuntimeError(f"the memory nodes did not start; see {folder / 'memory.log'}")
             time.sleep(0.2)
     rclpy.init()
-    node = rclpy.create_node("loadtest")
+    node = rclpy.create_node("loadtest", namespace=namespace or "/")
     qos = QoSProfile(depth=CLIENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.VOLATILE)
     publisher = node.create_publisher(Observation, names.OBSERVATION, qos)
@@ -107,7 +109,8 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                 str(i),
                 str(client_rate),
                 str(int(novel_queries)),
-                str(go)
+                str(go),
+                namespace or "/"
             ], start_new_session=True) for i, out in enumerate(outs)
         ]
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -1,7 +1,9 @@
 """consolidation_node: runs consolidation and forgetting on timers and on goal events.
 
 It owns no memory: it asks store_node through /brainmem/consolidate and /brainmem/forget, so the
-schedule can change (or the node be left out) without touching the store.
+schedule can change (or the node be left out) without touching the store. Its timers run on the
+node's clock: with ``use_sim_time`` they follow ``/clock``, as the memory's own time does. It reads
+the same parameter file as the other memory nodes and refuses a bad one as they do.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from brainmem_ros.nodes import names
 from brainmem_ros.msg import Goal as GoalMsg
-from brainmem_ros.nodes.parameters import declare
+from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, guard_parameters
 from brainmem_ros.nodes.runtime import run
 from brainmem_ros.srv import Consolidate, Forget
 
@@ -26,10 +28,8 @@ class ConsolidationNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("consolidation_node", **kwargs)
-        consolidate_s = declare(self, "consolidation.period_s", 10.0,
-                                "consolidation timer period, seconds", 0.1, 86400.0)
-        forget_s = declare(self, "forgetting.period_s", 60.0, "forgetting timer period, seconds",
-                           0.1, 86400.0)
+        config = declare_memory_parameters(self)
+        consolidate_s, forget_s = config.consolidation.period_s, config.forgetting.period_s
         depth = declare(self, "qos_depth", 100, "goal event queue depth", 1, 100000)
         group = MutuallyExclusiveCallbackGroup()
         self.consolidate = self.create_client(Consolidate, names.CONSOLIDATE, callback_group=group)
@@ -43,7 +43,10 @@ class ConsolidationNode(Node):
                           callback_group=group)
         self.create_timer(forget_s, lambda: self._call(self.forget, Forget.Request(decay=True)),
                           callback_group=group)
+        guard_parameters(self)
         self.calls = {"timer": 0, "goal": 0}
+        self.get_logger().info(f"consolidating every {consolidate_s:g} s and on finished goals, "
+                               f"forgetting every {forget_s:g} s")
 
     def on_goal_event(self, goal: GoalMsg) -> None:
         if goal.status in (GoalMsg.STATUS_COMPLETED, GoalMsg.STATUS_FAILED):
@@ -64,7 +67,8 @@ class ConsolidationNode(Node):
     def _done(self, name, future) -> None:
         response = future.result()
         if response is not None and not response.success:
-            self.get_logger().error(f"{name} refused: {response.message}")
+            self.get_logger().error(f"{name} refused: {response.message}",
+                                    throttle_duration_sec=30.0)
 
 
 def main(args=None) -> int:

@@ -57,7 +57,7 @@ def observation_event(msg: Observation) -> Event:
     return Event(msg.agent_id, TraceKind.OBSERVATION, msg.text, list(msg.entities), msg.location,
                  _position(msg.position, msg.has_position), msg.source or "observation",
                  float(msg.confidence) if msg.confidence > 0 else 1.0,
-                 timestamp=from_time(msg.header.stamp))
+                 frame=msg.header.frame_id, timestamp=from_time(msg.header.stamp))
 
 
 def action_event(msg: ActionResult) -> Event:
@@ -77,6 +77,7 @@ def trace_to_msg(trace: Trace) -> TraceMsg:
         has_success=trace.success is not None, success=bool(trace.success), action=trace.action,
         goal_id=trace.goal_id)
     msg.header.stamp = to_time(trace.timestamp)
+    msg.header.frame_id = trace.frame
     msg.position, msg.has_position = _point(trace.position)
     return msg
 
@@ -90,7 +91,7 @@ def trace_from_msg(msg: TraceMsg) -> Trace:
                  relations=[Relation(r.subject, r.predicate, r.object) for r in msg.relations
                             ], importance=0.0, timestamp=from_time(msg.header.stamp),
                  source=msg.source, confidence=float(msg.confidence), location=msg.location,
-                 position=_position(msg.position, msg.has_position),
+                 position=_position(msg.position, msg.has_position), frame=msg.header.frame_id,
                  success=bool(msg.success) if msg.has_success else None, action=msg.action,
                  goal_id=msg.goal_id)
 
@@ -118,8 +119,8 @@ def entry_from_msg(msg: MemoryEntry) -> Entry:
                  created=created, last_access=from_time(msg.last_access) or created,
                  source=msg.source or "user", confidence=_or_default(msg.confidence,
                                                                      1.0), location=msg.location,
-                 position=_position(msg.position,
-                                    msg.has_position), shared=msg.shared, warning=msg.warning)
+                 position=_position(msg.position, msg.has_position), frame=msg.frame_id,
+                 shared=msg.shared, warning=msg.warning)
 
 
 def recall_from_msg(msg: MemoryEntry) -> Recall:
@@ -148,19 +149,20 @@ def entry_to_msg(entry: Entry, recall: Optional[Recall] = None,
         msg.embedding = _float32s(entry.embedding)
     msg.created, msg.last_access = to_time(entry.created), to_time(entry.last_access)
     msg.position, msg.has_position = _point(entry.position)
+    msg.frame_id = entry.frame
     if recall is not None:
         msg.score, msg.routes = float(recall.score), list(recall.routes)
     return msg
 
 
 def retrieval_request(req) -> RetrievalRequest:
-    return RetrievalRequest(agent_id=req.agent_id, query=req.query, context=req.context, zones=list(
-        req.zones), top_k=int(req.top_k), min_score=float(req.min_score),
-                            include_working=bool(req.include_working),
-                            include_superseded=bool(req.include_superseded), since=float(req.since),
-                            until=float(req.until),
-                            position=_position(req.position,
-                                               req.has_position), radius=float(req.radius))
+    return RetrievalRequest(
+        agent_id=req.agent_id, query=req.query, context=req.context, zones=list(req.zones),
+        top_k=int(req.top_k), min_score=float(req.min_score),
+        include_working=not req.exclude_working, include_superseded=bool(req.include_superseded),
+        since=float(req.since), until=float(req.until),
+        position=_position(req.position, req.has_position), radius=float(req.radius),
+        frame=req.frame_id)
 
 
 def goal_to_msg(goal: Goal) -> GoalMsg:

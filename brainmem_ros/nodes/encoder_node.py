@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import traceback
 import time
 from collections import deque
 
@@ -18,12 +19,12 @@ from brainmem_ros.nodes import names
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.core.encoding import Encoder
-from brainmem_ros.core.errors import BrainMemError
+from brainmem_ros.core.errors import BrainMemError, TimeUnavailable
 from brainmem_ros.core.extraction import Vocabulary
 from brainmem_ros.msg import ActionResult, Observation
 from brainmem_ros.nodes import conversions as cv
-from brainmem_ros.nodes.parameters import declare, declare_memory_parameters
-from brainmem_ros.nodes.runtime import call_and_wait, run
+from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, guard_parameters
+from brainmem_ros.nodes.runtime import call_and_wait, node_clock, run
 from brainmem_ros.srv import IngestTraces
 
 __all__ = ["EncoderNode", "main"]
@@ -47,9 +48,10 @@ class EncoderNode(Node):
         self.call_timeout_s = declare(self, "call_timeout_s", 10.0,
                                       "wait for the store's acknowledgement, seconds", 0.1, 600.0)
         embedder = embedder or MiniLMEmbedder.configured(config.embedding)
+        self.clock = node_clock(self)
         self.encoder = Encoder(
             embedder, Vocabulary.with_extra(config.encoding.entities, config.encoding.places),
-            config.importance, config.encoding.max_text_chars)
+            config, self.clock)
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
         self.create_subscription(Observation, names.OBSERVATION,
@@ -65,14 +67,26 @@ class EncoderNode(Node):
         self._stop = False
         self.worker = threading.Thread(target=self._work, name="encoder", daemon=True)
         self.worker.start()
+        guard_parameters(self)
+
+    def _now(self):
+        """Return the node's time, or None while simulated time has not started."""
+        try:
+            return self.clock()
+        except TimeUnavailable:
+            return None
 
     def _enqueue(self, convert, msg) -> None:
         try:
             event = convert(msg)
-            self.encoder.validate(event)
+            self.encoder.validate(event, self._now())
         except BrainMemError as exc:
             self.rejected += 1
             self.get_logger().warning(f"dropped a bad {type(msg).__name__}: {exc}")
+            return
+        except Exception:  # a defect here must cost one message, never the node
+            self.rejected += 1
+            self.get_logger().error(f"dropped a {type(msg).__name__}:\n{traceback.format_exc()}")
             return
         with self.wake:
             if len(self.queue) >= self.max_queue:
@@ -91,19 +105,48 @@ class EncoderNode(Node):
                 if self._stop and not self.queue:
                     return
                 batch = [self.queue.popleft() for _ in range(min(self.max_batch, len(self.queue)))]
+            now = self._wait_for_time()
+            if now is None:
+                return
+            batch = [event for event in batch if self._acceptable(event, now)]
             try:
                 traces = self.encoder.prepare(batch)
-            except BrainMemError as exc:  # validated on arrival, so only a model failure lands here
+            except BrainMemError as exc:  # validated just above, so only a model failure lands here
                 self.get_logger().error(f"encoding failed, {len(batch)} events dropped: {exc}")
                 continue
-            self._hand_over(batch, traces)
+            if traces:
+                self._hand_over(batch, traces)
+
+    def _wait_for_time(self):
+        """Wait until the clock has time (simulated time starts with the first /clock message).
+
+        Events wait in the queue meanwhile, rather than being stamped with a made-up time. None
+        when the node closes first.
+        """
+        while not self._stop:
+            now = self._now()
+            if now is not None:
+                return now
+            self.get_logger().warning("use_sim_time is true and no /clock has arrived: events wait",
+                                      throttle_duration_sec=10.0)
+            time.sleep(0.1)
+        return None
+
+    def _acceptable(self, event, now: float) -> bool:
+        try:
+            self.encoder.validate(event, now)
+            return True
+        except BrainMemError as exc:
+            self.rejected += 1
+            self.get_logger().warning(f"dropped an event: {exc}")
+            return False
 
     def _hand_over(self, batch, traces) -> None:
         request = IngestTraces.Request(traces=[cv.trace_to_msg(t) for t in traces],
                                        embedding_model=self.encoder.embedder.name)
         while not self._stop:
             if not self.client.wait_for_service(timeout_sec=1.0):
-                self.get_logger().warning("waiting for /brainmem/ingest_traces ...",
+                self.get_logger().warning(f"waiting for {self.client.srv_name} ...",
                                           throttle_duration_sec=10.0)
                 continue
             response = call_and_wait(self.client, request, self.call_timeout_s)

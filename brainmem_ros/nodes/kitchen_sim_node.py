@@ -16,7 +16,7 @@ from brainmem_ros.nodes import names
 from brainmem_ros.core.errors import BrainMemError
 from brainmem_ros.kitchen import Interruptions, make_environment
 from brainmem_ros.msg import Observation
-from brainmem_ros.nodes.parameters import declare
+from brainmem_ros.nodes.parameters import declare, guard_parameters
 from brainmem_ros.nodes.runtime import run
 from brainmem_ros.srv import EnvStep
 
@@ -43,6 +43,7 @@ class KitchenSimNode(Node):
                          durability=DurabilityPolicy.VOLATILE)
         self.observations = self.create_publisher(Observation, names.KITCHEN_OBSERVATION, qos)
         self.create_service(EnvStep, names.KITCHEN_STEP, self.on_step)
+        guard_parameters(self)
 
     def _make(self):
         options = {"game_params": self.game_params}

@@ -1,7 +1,10 @@
 """Every topic and service name of brainmem_ros, in one place.
 
-Nodes, tools and tests take their names from here. Rename any of them at run time with the usual
-remapping (``--ros-args -r retrieve_memory:=/robot1/retrieve_memory``).
+The names are relative: they resolve in the node's namespace. Without one they are
+``/retrieve_memory``, ``/brainmem/...``; with namespace ``robot1`` every topic and service of the
+stack lives under ``/robot1``, so two robots' stacks run side by side on one domain. Nodes, tools
+and tests take their names from here; remap any of them at run time with the usual
+``--ros-args -r retrieve_memory:=...``.
 """
 
 __all__ = [
@@ -11,21 +14,21 @@ __all__ = [
 ]
 
 # Services of store_node.
-RETRIEVE_MEMORY = "/retrieve_memory"
-STORE_MEMORY = "/brainmem/store_memory"
-INGEST_TRACES = "/brainmem/ingest_traces"
-CONSOLIDATE = "/brainmem/consolidate"
-FORGET = "/brainmem/forget"
-UPDATE_GOAL = "/brainmem/update_goal"
-GET_WORKING_MEMORY = "/brainmem/get_working_memory"
-REPORT_OUTCOME = "/brainmem/report_outcome"
+RETRIEVE_MEMORY = "retrieve_memory"
+STORE_MEMORY = "brainmem/store_memory"
+INGEST_TRACES = "brainmem/ingest_traces"
+CONSOLIDATE = "brainmem/consolidate"
+FORGET = "brainmem/forget"
+UPDATE_GOAL = "brainmem/update_goal"
+GET_WORKING_MEMORY = "brainmem/get_working_memory"
+REPORT_OUTCOME = "brainmem/report_outcome"
 # Topics: what the robot perceives and does (into encoder_node), goal events (store_node out).
-OBSERVATION = "/brainmem/observation"
-ACTION_RESULT = "/brainmem/action_result"
-GOAL_EVENT = "/brainmem/goal_event"
+OBSERVATION = "brainmem/observation"
+ACTION_RESULT = "brainmem/action_result"
+GOAL_EVENT = "brainmem/goal_event"
 # The kitchen simulator (kitchen_sim_node), an environment planner_node acts in.
-KITCHEN_STEP = "/kitchen/step"
-KITCHEN_OBSERVATION = "/kitchen/observation"
+KITCHEN_STEP = "kitchen/step"
+KITCHEN_OBSERVATION = "kitchen/observation"
 
 SERVICES = (RETRIEVE_MEMORY, STORE_MEMORY, INGEST_TRACES, CONSOLIDATE, FORGET, UPDATE_GOAL,
             GET_WORKING_MEMORY, REPORT_OUTCOME)

@@ -22,7 +22,7 @@ from brainmem_ros.nodes import names
 from brainmem_ros.core.errors import BrainMemError
 from brainmem_ros.evaluation.episode import CONDITIONS, episode_agent, run_episode
 from brainmem_ros.evaluation.ros_ports import RosEnvironment, RosMemory
-from brainmem_ros.nodes.parameters import declare
+from brainmem_ros.nodes.parameters import declare, guard_parameters
 from brainmem_ros.nodes.runtime import run
 from brainmem_ros.planning.llm import LLMPlanner
 from brainmem_ros.planning.scripted import ScriptedPlanner
@@ -93,8 +93,25 @@ class PlannerNode(Node):
         self._stop = threading.Event()
         self.worker = threading.Thread(target=self._run_episodes, name="planner", daemon=True)
         self.worker.start()
+        guard_parameters(self)
+
+    def _clock_started(self) -> bool:
+        """Wait for time to exist (with use_sim_time, the first /clock message); False on close.
+
+        The memory refuses calls before then, so an episode started earlier would only fail.
+        """
+        while not self._stop.is_set():
+            if not self.get_parameter("use_sim_time").value or \
+                    self.get_clock().now().nanoseconds > 0:
+                return True
+            self.get_logger().warning("use_sim_time is true and no /clock has arrived: waiting",
+                                      throttle_duration_sec=10.0)
+            self._stop.wait(0.1)
+        return False
 
     def _run_episodes(self) -> None:
+        if not self._clock_started():
+            return
         for seed in self.seeds:
             agent = episode_agent(self.agent_id, seed, self.lifelong)
             env = RosEnvironment(self, agent, self.env_service, self.call_timeout_s)

@@ -9,7 +9,6 @@ store and get the acknowledgement; nodes with a ``close()`` are closed in the or
 from __future__ import annotations
 
 import gc
-import signal
 import sys
 import threading
 from typing import Callable, Optional, Sequence
@@ -19,10 +18,12 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from brainmem_ros.core.errors import BrainMemError
+from brainmem_ros.core.errors import BrainMemError, TimeUnavailable
+from brainmem_ros.nodes.signals import hold
 
 __all__ = [
-    "run", "spin_until_signal", "call_and_wait", "release", "BoundedCallbackGroup", "executor_for"
+    "run", "spin_until_signal", "call_and_wait", "release", "BoundedCallbackGroup", "executor_for",
+    "node_clock"
 ]
 
 
@@ -95,6 +96,8 @@ def executor_for(nodes: Sequence):
 
 def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                       on_ready: Optional[Callable[[], None]] = None) -> None:
+    """Spin the nodes until a stop is asked for (``signals``), then close them in order."""
+    stop = hold()
     executor = executor_for(nodes)
     for node in nodes:
         executor.add_node(node)
@@ -103,14 +106,9 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
     # served (docs/design.md, "Garbage collection").
     gc.collect()
     gc.freeze()
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()
-    if on_ready:
+    if on_ready and not stop.is_set():
         on_ready()
     try:
         while not stop.wait(0.2):
@@ -125,19 +123,20 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                 except Exception as exc:  # one node failing to close must not keep the others open
                     print(f"[ERROR] closing {node.get_name()}: {exc}", file=sys.stderr, flush=True)
         executor.shutdown(timeout_sec=5.0)
-        gc.unfreeze(
-        )  # the nodes are among the frozen objects: ``release`` must be able to collect them
+        # The nodes are among the frozen objects: ``release`` must be able to collect them.
+        gc.unfreeze()
         for node in nodes:
             node.destroy_node()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def run(node_factories: Sequence[Callable], args=None) -> int:
-    """Start the nodes (``main()`` of each node module).
+    """Start the nodes (``main()`` of each node module) and spin them until a stop is asked for.
 
-    Exit 1 with a clear message on bad parameters.
+    Exit 1 with a clear message on bad parameters. Signals are held from before ``rclpy.init`` to
+    the end, so a stop asked for during start-up or a second one during the teardown ends the
+    process cleanly (exit 0).
     """
+    hold()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
@@ -156,6 +155,23 @@ def run(node_factories: Sequence[Callable], args=None) -> int:
         rclpy.try_shutdown()
         release(nodes)
     return 0
+
+
+def node_clock(node) -> Callable[[], float]:
+    """Return the node's clock in seconds, for the core (``core.clock``).
+
+    With ``use_sim_time`` it follows ``/clock``; before the first ``/clock`` message it has no time
+    and raises ``TimeUnavailable`` rather than stamp memories at zero.
+    """
+    clock = node.get_clock()
+
+    def now() -> float:
+        nanoseconds = clock.now().nanoseconds
+        if nanoseconds == 0 and node.get_parameter("use_sim_time").value:
+            raise TimeUnavailable("use_sim_time is true and no /clock message has arrived yet")
+        return nanoseconds / 1e9
+
+    return now
 
 
 def release(nodes: list) -> None:

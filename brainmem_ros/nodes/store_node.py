@@ -9,6 +9,7 @@ import sys
 import traceback
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -18,8 +19,8 @@ from brainmem_ros.core.errors import BrainMemError, InvalidRequest
 from brainmem_ros.core.memory import BrainMemory
 from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
-from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, reject_or_apply
-from brainmem_ros.nodes.runtime import BoundedCallbackGroup, run
+from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, guard_parameters
+from brainmem_ros.nodes.runtime import BoundedCallbackGroup, node_clock, run
 from brainmem_ros.core.retrieval import trace_as_entry
 from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome,
                               RetrieveMemory, StoreMemory, UpdateGoal)
@@ -46,9 +47,7 @@ class StoreNode(Node):
             self, "concurrent_retrievals", 2, "retrievals served side by side; the executor gets "
             "two threads more, for writes and working-memory views", 1, 16, read_only=True)
         self.executor_threads = concurrent + 2
-        self.memory = BrainMemory(self.config, embedder=embedder)
-        self.add_on_set_parameters_callback(
-            lambda params: reject_or_apply(self, params, self.config, self._apply))
+        self.memory = BrainMemory(self.config, embedder=embedder, clock=node_clock(self))
         # Up to `concurrent_retrievals` readers (2 by default) and one writer at a time. A retrieval
         # of a new question spends most of its time in the model, outside the interpreter lock, so a
         # second one runs its Python meanwhile; more would crowd two cores and starve the writes
@@ -76,14 +75,17 @@ class StoreNode(Node):
         ]:
             self.create_service(srv, name, self._guard(handler), qos_profile=served,
                                 callback_group=writes)
-        self.create_timer(snapshot_s, self._snapshot, callback_group=writes)
+        # Snapshots are upkeep, not memory: on the steady clock, so they run whatever /clock does.
+        self.create_timer(snapshot_s, self._snapshot, callback_group=writes,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         store = self.memory.store
-        opened = ("created a new, empty" if store.created_new
-                  else f"opened, {len(store)} long-term memories in the")
+        opened = ("created a new, empty"
+                  if store.created_new else f"opened, {len(store)} long-term memories in the")
         rebuilt = (f"; rebuilt the vector index of {', '.join(store.rebuilt_partitions)}"
                    if store.rebuilt_partitions else "")
         self.get_logger().info(
             f"{opened} memory store {store.path}{rebuilt}; embedder {self.memory.embedder.name}")
+        guard_parameters(self, self.config, self._apply)
 
     def _apply(self, config) -> None:
         self.config = config
@@ -133,7 +135,10 @@ class StoreNode(Node):
         response.promoted, response.facts = report.promoted, report.facts
         response.superseded = report.superseded
         response.procedures, response.warnings = report.procedures, report.warnings
-        self.get_logger().info(f"consolidated ({request.reason or 'manual'}): {report}")
+        # A timer pass that found nothing to move is routine: no log line every period.
+        moved = report.promoted or report.facts or report.procedures or report.warnings
+        log = self.get_logger().info if moved else self.get_logger().debug
+        log(f"consolidated ({request.reason or 'manual'}): {report}")
 
     def on_forget(self, request, response):
         report = self.memory.forget(request.agent_id, request.decay, list(request.ids),

@@ -4,6 +4,11 @@ Replay publishes the recorded messages of the package's topics into the running 
 recorded timing (scaled by ``rate``), or as fast as the subscribers take them (``rate`` 0). Every
 message is checked by deserializing it before it is published; a malformed bag or message is
 reported and skipped, never published half-read. The same bags play with ``ros2 bag play``.
+
+Recorded topic names are replayed relative to the replaying node's namespace (``/brainmem/...`` in
+a bag reaches ``/robot1/brainmem/...`` when replayed with namespace ``robot1``). With ``clock``,
+``/clock`` follows the bag's time, as ``ros2 bag play --clock`` does: memory nodes on
+``use_sim_time`` then stamp, recall and forget in the recorded run's own time.
 """
 from __future__ import annotations
 
@@ -21,10 +26,12 @@ __all__ = [
     "replay"
 ]
 
+# As recorded (absolute); replayed relative to the replaying node's namespace.
 REPLAY_TOPICS = {
-    names.OBSERVATION: "brainmem_ros/msg/Observation",
-    names.ACTION_RESULT: "brainmem_ros/msg/ActionResult"
+    f"/{names.OBSERVATION}": "brainmem_ros/msg/Observation",
+    f"/{names.ACTION_RESULT}": "brainmem_ros/msg/ActionResult"
 }
+CLOCK_PERIOD_S = 0.025  # /clock is published at least this often while waiting, as rosbag2 does
 
 
 class BagError(BrainMemError):
@@ -105,10 +112,9 @@ def read_bag(path: Path, topics: Optional[Sequence[str]] = None):
     except Exception as exc:  # rosbags raises several types for damaged metadata or storage
         raise BagError(f"cannot open bag {path}: {exc}") from exc
     try:
-        wanted = [
-            c for c in reader.connections if c.topic in (
-                topics or REPLAY_TOPICS) and c.msgtype == REPLAY_TOPICS.get(c.topic, c.msgtype)
-        ]
+        chosen = {t if t.startswith("/") else f"/{t}" for t in (topics or REPLAY_TOPICS)}
+        wanted = [c for c in reader.connections
+                  if c.topic in chosen and c.msgtype == REPLAY_TOPICS.get(c.topic, c.msgtype)]
         types = {c.id: _ros_type(c.msgtype) for c in wanted}
         typestore = package_typestore()
         try:
@@ -132,19 +138,24 @@ def read_bag(path: Path, topics: Optional[Sequence[str]] = None):
 
 
 def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] = None,
-           wait_subscribers_s: float = 10.0, qos_depth: int = 1000,
-           restamp: bool = False) -> ReplayReport:
+           wait_subscribers_s: float = 10.0, qos_depth: int = 1000, restamp: bool = False,
+           clock: bool = False) -> ReplayReport:
     """Publish a bag's messages from ``node``; bounded waits only.
 
     ``restamp`` shifts every header stamp by the same offset so the run starts now (the memory then
     sees a recent run); without it the memory sees the recorded times, as a replayed study should.
+    ``clock`` publishes ``/clock`` from the bag's time (for nodes on ``use_sim_time``).
     """
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     if rate < 0:
         raise BagError("rate must be >= 0 (0: as fast as possible)")
+    if restamp and clock:
+        raise BagError("--restamp and --clock contradict each other: with --clock the nodes take "
+                       "the recorded time as theirs")
     qos = QoSProfile(depth=qos_depth, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.VOLATILE)
+    ticker = _ClockTicker(node, wait_subscribers_s) if clock else None
     publishers = {}
     report = ReplayReport()
     start_wall = time.monotonic()
@@ -155,7 +166,7 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
             report.problems.append(str(msg))
             continue
         if topic not in publishers:
-            publishers[topic] = node.create_publisher(type(msg), topic, qos)
+            publishers[topic] = node.create_publisher(type(msg), topic.lstrip("/"), qos)
             deadline = time.monotonic() + wait_subscribers_s
             while publishers[topic].get_subscription_count() < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -165,12 +176,36 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
                 (time.monotonic() - start_wall) * 1e9) + (msg.header.stamp.sec * 1_000_000_000 +
                                                           msg.header.stamp.nanosec - first_stamp)
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(shifted, 1_000_000_000)
-        if rate > 0:
-            due = start_wall + (stamp - first_stamp) / 1e9 / rate
-            delay = due - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+        due = start_wall + (stamp - first_stamp) / 1e9 / rate if rate > 0 else time.monotonic()
+        while (delay := due - time.monotonic()) > 0:
+            if ticker:  # the clock keeps running between messages
+                ticker.tick(stamp - int(delay * rate * 1e9))
+            time.sleep(min(delay, CLOCK_PERIOD_S) if ticker else delay)
+        if ticker:
+            ticker.tick(stamp)
         publishers[topic].publish(msg)
         report.published += 1
     report.seconds = time.monotonic() - start_wall
     return report
+
+
+class _ClockTicker:
+    """Publishes ``/clock`` (absolute: the clock is global, never namespaced)."""
+
+    def __init__(self, node, wait_subscribers_s: float):
+        from rosgraph_msgs.msg import Clock
+
+        self._message = Clock
+        self._publisher = node.create_publisher(Clock, "/clock", 10)
+        self._last = -1
+        deadline = time.monotonic() + wait_subscribers_s
+        while self._publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def tick(self, stamp_ns: int) -> None:
+        if stamp_ns <= self._last:
+            return
+        self._last = stamp_ns
+        msg = self._message()
+        msg.clock.sec, msg.clock.nanosec = divmod(int(stamp_ns), 1_000_000_000)
+        self._publisher.publish(msg)

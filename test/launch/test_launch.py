@@ -1,9 +1,9 @@
-"""launch_testing: `memory.launch.py` brings the nodes up and `/retrieve_memory` answers.
+"""launch_testing: ``memory.launch.py`` brings the stack up in its namespace; every node exits 0.
 
 Runs where the ROS 2 launch stack is installed (``launch_testing``, ``launch_ros``: any ROS 2
-install; ``colcon test`` or ``launch_test test/test_launch.py``). The PyPI wheels used on machines
-without ROS do not include it, so there this file is skipped with that reason; the same nodes are
-covered over DDS by test_nodes_integration.py through ``brainmem-ros bringup``.
+install; ``colcon test`` or ``launch_test test/launch/test_launch.py``). The PyPI wheels used on
+machines without ROS do not include it, so there this file is skipped with that reason; the same
+nodes, from the same node table, are covered over DDS through ``brainmem-ros bringup``.
 """
 import os
 import tempfile
@@ -16,13 +16,14 @@ launch_testing = pytest.importorskip(
 launch = pytest.importorskip("launch")
 launch_ros = pytest.importorskip("launch_ros")
 launch_testing_actions = pytest.importorskip("launch_testing.actions")
+launch_testing_asserts = pytest.importorskip("launch_testing.asserts")
 
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from brainmem_ros.nodes import names  # noqa: E402
 
-STORE = os.path.join(tempfile.mkdtemp(prefix="brainmem-launch-"), "memory.db")
+STORE_DIR = tempfile.TemporaryDirectory(prefix="brainmem-launch-")
+NAMESPACE = "launchbot"
 
 
 @pytest.mark.launch_test
@@ -30,13 +31,16 @@ def generate_test_description():
     memory = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(
             os.path.join(get_package_share_directory("brainmem_ros"), "launch",
-                         "memory.launch.py")), launch_arguments={"store": STORE}.items())
+                         "memory.launch.py")), launch_arguments={
+                             "store": os.path.join(STORE_DIR.name, "memory.db"),
+                             "namespace": NAMESPACE
+                         }.items())
     return launch.LaunchDescription([memory, launch_testing_actions.ReadyToTest()])
 
 
 class TestRetrieveMemory(unittest.TestCase):
 
-    def test_retrieve_memory_answers(self):
+    def test_retrieve_memory_answers_in_the_namespace(self):
         import rclpy
 
         from brainmem_ros.srv import RetrieveMemory
@@ -44,9 +48,9 @@ class TestRetrieveMemory(unittest.TestCase):
         rclpy.init()
         node = rclpy.create_node("launch_test_client")
         try:
-            client = node.create_client(RetrieveMemory, names.RETRIEVE_MEMORY)
+            client = node.create_client(RetrieveMemory, f"/{NAMESPACE}/retrieve_memory")
             self.assertTrue(client.wait_for_service(timeout_sec=60.0),
-                            "/retrieve_memory never appeared")
+                            f"/{NAMESPACE}/retrieve_memory never appeared")
             future = client.call_async(
                 RetrieveMemory.Request(agent_id="robot", query="where is the butter?"))
             rclpy.spin_until_future_complete(node, future, timeout_sec=30.0)
@@ -56,3 +60,14 @@ class TestRetrieveMemory(unittest.TestCase):
         finally:
             node.destroy_node()
             rclpy.shutdown()
+
+
+@launch_testing.post_shutdown_test()
+class TestAfterShutdown(unittest.TestCase):
+
+    def test_every_node_exited_cleanly(self, proc_info):
+        launch_testing_asserts.assertExitCodes(proc_info)
+
+    @classmethod
+    def tearDownClass(cls):
+        STORE_DIR.cleanup()

@@ -110,7 +110,7 @@ def test_retrieve(store_node, agent, query, context, zones, top_k, min_score, wo
 
     request = _fits(lambda: RetrieveMemory.Request(
         agent_id=agent, query=query, context=context, zones=zones, top_k=top_k, min_score=min_score,
-        include_working=working, include_superseded=superseded, since=since, until=until,
+        exclude_working=not working, include_superseded=superseded, since=since, until=until,
         position=Point(x=x, y=0.0, z=0.0), has_position=has_position, radius=radius))
     if request is not None:
         _answer(store_node, store_node.on_retrieve, request, RetrieveMemory.Response())
@@ -272,7 +272,7 @@ def test_the_node_still_serves_after_everything(store_node):
     from brainmem_ros.srv import RetrieveMemory
 
     r = store_node._guard(store_node.on_retrieve)(RetrieveMemory.Request(
-        agent_id="robot", query="where is the butter?", top_k=3, include_working=True),
+        agent_id="robot", query="where is the butter?", top_k=3),
                                                   RetrieveMemory.Response())
     assert r.success and r.memories
     assert store_node.memory.store.integrity()["integrity_ok"]

@@ -13,12 +13,12 @@ from brainmem_ros.replay.bag import BagError, read_bag, write_bag
 def run():
     from brainmem_ros.msg import ActionResult, Observation
 
-    yield names.OBSERVATION, 1_000_000_000, Observation(agent_id="r",
-                                                        text="The milk is in the fridge.",
-                                                        confidence=1.0)
-    yield names.ACTION_RESULT, 1_500_000_000, ActionResult(agent_id="r", action="open fridge",
-                                                           success=True,
-                                                           result="You open the fridge.")
+    yield f"/{names.OBSERVATION}", 1_000_000_000, Observation(agent_id="r",
+                                                              text="The milk is in the fridge.",
+                                                              confidence=1.0)
+    yield f"/{names.ACTION_RESULT}", 1_500_000_000, ActionResult(agent_id="r", action="open fridge",
+                                                                 success=True,
+                                                                 result="You open the fridge.")
     yield "/other/topic", 1_700_000_000, Observation(agent_id="r", text="not replayed")
 
 
@@ -26,8 +26,8 @@ def run():
 def test_written_bag_reads_back_message_for_message(tmp_path, storage):
     assert write_bag(tmp_path / "bag", run(), storage=storage) == 3
     got = list(read_bag(tmp_path / "bag"))
-    assert [(t, s) for t, s, _ in got] == [(names.OBSERVATION, 1_000_000_000),
-                                           (names.ACTION_RESULT, 1_500_000_000)]
+    assert [(t, s) for t, s, _ in got] == [(f"/{names.OBSERVATION}", 1_000_000_000),
+                                           (f"/{names.ACTION_RESULT}", 1_500_000_000)]
     assert got[0][2].text == "The milk is in the fridge." and got[1][2].action == "open fridge"
     assert len(list(read_bag(tmp_path / "bag", topics=["/other/topic"]))) == 1
 

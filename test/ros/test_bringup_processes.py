@@ -1,4 +1,4 @@
-"""`brainmem-ros bringup --processes`: one process per memory node, as `ros2 launch` starts them.
+"""`brainmem-ros bringup`: one process per memory node, as `ros2 launch` starts them.
 
 Its own module: the one-process bringup of test_nodes_integration.py serves the same service names
 while that module runs, and a client must not be answered by the wrong store.
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bringup_with_one_process_per_node_serves_and_flushes_on_ctrl_c(tmp_path):
     """One process per node serves, and flushes on Ctrl-C.
 
-    `bringup --processes` (the layout ros2 launch gives): an observation goes through the encoder
+    `bringup` (the layout ros2 launch gives): an observation goes through the encoder
     process into the store process and is recalled; Ctrl-C stops every node with exit 0 and the
     memory stored is on disk afterwards.
     """
@@ -28,10 +28,10 @@ def test_bringup_with_one_process_per_node_serves_and_flushes_on_ctrl_c(tmp_path
     import brainmem_ros.srv as s
 
     store = tmp_path / "memory.db"
-    up = Child(["-m", "brainmem_ros.cli", "bringup", "--processes", "--store",
+    up = Child(["-m", "brainmem_ros.cli", "bringup", "--store",
                 str(store)], cwd=REPO)
     try:
-        line = up.wait_for_line("up, one process each", timeout=180)
+        line = up.wait_for_line("one process each", timeout=180)
         pids = [int(p) for p in line.split("pids ")[1].rstrip(")\n").split()]
         assert len(pids) == 3
         client = Client()
@@ -46,8 +46,7 @@ def test_bringup_with_one_process_per_node_serves_and_flushes_on_ctrl_c(tmp_path
             client.publish(
                 m.Observation, names.OBSERVATION,
                 m.Observation(agent_id="p1", text="The sponge is in the sink.", confidence=1.0))
-            question = s.RetrieveMemory.Request(agent_id="p1", query="where is the sponge?",
-                                                include_working=True)
+            question = s.RetrieveMemory.Request(agent_id="p1", query="where is the sponge?")
             answer = client.wait_until(
                 lambda: (r := client.call(s.RetrieveMemory, names.RETRIEVE_MEMORY, question)
                          ).memories and "sponge" in r.memories[0].content and r)

@@ -83,7 +83,7 @@ def test_required_field_names_from_the_package_issue():
     assert len(set(statuses)) == 4
     retrieve = _srv_class("RetrieveMemory")
     assert {
-        "agent_id", "query", "context", "zones", "top_k", "min_score", "include_working",
+        "agent_id", "query", "context", "zones", "top_k", "min_score", "exclude_working",
         "position", "has_position", "radius"
     } <= set(retrieve.Request.get_fields_and_field_types())
     assert {"success", "message", "memories",
@@ -163,7 +163,7 @@ def test_each_service_type_survives_serialization():
     s = importlib.import_module("brainmem_ros.srv")
     samples = [
         s.RetrieveMemory.Request(agent_id="a", query="where is the butter?", zones=["semantic"],
-                                 top_k=5, min_score=0.25, include_working=True, radius=2.0),
+                                 top_k=5, min_score=0.25, exclude_working=True, radius=2.0),
         s.RetrieveMemory.Response(success=True, memories=[_sample_entry()],
                                   memory_prompt="## Relevant memories\n- Fact: ...",
                                   warnings=["w"]),

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def system(tmp_path_factory):
     store = tmp_path_factory.mktemp("store") / "memory.db"
     child = Child([
-        "-m", "brainmem_ros.cli", "bringup", "--store",
+        "-m", "brainmem_ros.cli", "bringup", "--one-process", "--store",
         str(store), "--ros-args", "-p", "consolidation.period_s:=1.5", "-p",
         "consolidation.every_n_traces:=0"
     ], cwd=REPO)
@@ -62,7 +62,7 @@ def test_observation_encoded_stored_and_recalled_with_the_right_top_result(syste
     observe(client, "r1", "The butter is in the fridge.")
     observe(client, "r1", "The cat sleeps on the sofa.")
     answer = client.wait_until(
-        lambda: (r := retrieve(client, "r1", "where is the butter?", include_working=True)
+        lambda: (r := retrieve(client, "r1", "where is the butter?")
                  ).memories and "butter" in r.memories[0].content and r)
     assert answer.success and "fridge" in answer.memories[0].content
     assert "## Relevant memories" in answer.memory_prompt and answer.memories[0].routes
@@ -70,18 +70,18 @@ def test_observation_encoded_stored_and_recalled_with_the_right_top_result(syste
 
 def test_another_agent_does_not_see_them(system):
     _, client, _ = system
-    client.wait_until(lambda: retrieve(client, "r1", "butter", include_working=True).memories)
-    other = retrieve(client, "r2", "where is the butter?", include_working=True)
+    client.wait_until(lambda: retrieve(client, "r1", "butter").memories)
+    other = retrieve(client, "r2", "where is the butter?")
     assert other.success and not any("butter" in m.content for m in other.memories)
 
 
 def test_a_newer_fact_supersedes_the_older_in_the_answer(system):
     _, client, _ = system
-    client.wait_until(lambda: retrieve(client, "r1", "butter", include_working=True).memories)
+    client.wait_until(lambda: retrieve(client, "r1", "butter").memories)
     observe(client, "r1", "The butter is on the counter.")
 
     def answered():
-        r = retrieve(client, "r1", "where is the butter?", include_working=True, top_k=10)
+        r = retrieve(client, "r1", "where is the butter?", top_k=10)
         texts = [m.content for m in r.memories if "butter" in m.content]
         return texts if texts and "counter" in texts[0] else None
 
@@ -95,7 +95,7 @@ def test_the_consolidation_timer_moves_entries_to_long_term_memory(system):
     observe(client, "r3", "The sponge is next to the sink.")
 
     def consolidated():
-        r = retrieve(client, "r3", "where is the sponge?", include_working=False,
+        r = retrieve(client, "r3", "where is the sponge?", exclude_working=True,
                      zones=["semantic", "episodic"])
         return r if any("sponge" in m.content for m in r.memories) else None
 
@@ -144,17 +144,17 @@ def test_a_replayed_bag_leaves_the_expected_memories(system):
     assert "replayed 12 messages" in replay.output()
 
     def butter_on_counter():
-        r = retrieve(client, "robot", "where is the butter?", include_working=True, top_k=10)
+        r = retrieve(client, "robot", "where is the butter?", top_k=10)
         texts = [x.content for x in r.memories if "butter" in x.content]
         return texts if texts and "counter" in texts[0] else None
 
     texts = client.wait_until(butter_on_counter, timeout=30)
     assert not any("in the fridge" in t for t in texts)
-    tomato = retrieve(client, "robot", "where is the tomato?", include_working=True, top_k=10)
+    tomato = retrieve(client, "robot", "where is the tomato?", top_k=10)
     tomato_texts = [x.content for x in tomato.memories if "tomato" in x.content]
     assert tomato_texts and "right-hand counter" in tomato_texts[0] and not any(
         "left" in t for t in tomato_texts)
-    coffee = retrieve(client, "robot", "pour water into the coffee machine", include_working=True)
+    coffee = retrieve(client, "robot", "pour water into the coffee machine")
     assert coffee.warnings and "short-circuits" in coffee.warnings[0]
 
 
@@ -205,18 +205,18 @@ def test_every_bad_request_is_answered_and_the_node_stays_up(system):
         (s.ReportOutcome, names.REPORT_OUTCOME, s.ReportOutcome.Request(agent_id="r1"),
          "needs a detail"),
     ]
-    before = retrieve(client, "r1", "where is the butter?", include_working=True, top_k=10)
+    before = retrieve(client, "r1", "where is the butter?", top_k=10)
     for srv_type, name, request, fragment in cases:
         response = client.call(srv_type, name, request)
         assert response.success is False and fragment in response.message, (name, response.message)
     assert child.proc.poll() is None, "the bringup process died"
-    after = retrieve(client, "r1", "where is the butter?", include_working=True, top_k=10)
+    after = retrieve(client, "r1", "where is the butter?", top_k=10)
     assert after.success and [x.id for x in after.memories] == [x.id for x in before.memories]
 
 
 def test_a_bad_parameter_stops_a_node_with_a_clear_message(tmp_path):
     node = Child([
-        "-m", "brainmem_ros.nodes.store_node", "--ros-args", "-p", "retrieval.top_k:=-3", "-p",
+        "-m", "brainmem_ros.nodes", "store_node", "--ros-args", "-p", "retrieval.top_k:=-3", "-p",
         f"store.path:={tmp_path / 'm.db'}"
     ], cwd=REPO)
     assert node.proc.wait(timeout=60) == 1
@@ -226,15 +226,19 @@ def test_a_bad_parameter_stops_a_node_with_a_clear_message(tmp_path):
                 "m.db").exists(), "nothing may be created by a node that refused to start"
 
 
-def test_bringup_refuses_the_deliberately_broken_config(tmp_path):
+@pytest.mark.parametrize("mode", [[], ["--one-process"]])
+def test_bringup_refuses_the_deliberately_broken_config(tmp_path, mode):
     up = Child([
-        "-m", "brainmem_ros.cli", "bringup", "--config",
+        "-m", "brainmem_ros.cli", "bringup", *mode, "--config",
         str(REPO / "config" / "broken.yaml"), "--store",
         str(tmp_path / "m.db")
     ], cwd=REPO)
-    assert up.proc.wait(timeout=60) == 1
+    assert up.proc.wait(timeout=120) == 1
     up.stop()
-    assert "retrieval.top_k=-3 is outside [1, 1000]" in up.output()
+    # The stack stops, naming every bad value, not only the first.
+    for value in ("retrieval.top_k", "retrieval.language", "forgetting.decay_tau_s"):
+        assert value in up.output(), value
+    assert not (tmp_path / "m.db").exists()
 
 
 def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(system):
@@ -251,7 +255,7 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
         env.wait_for_line("READY", timeout=30)
         with FakeChatServer() as fake:
             planner = Child([
-                "-m", "brainmem_ros.nodes.planner_node", "--ros-args", "-p", "agent_id:=planbot",
+                "-m", "brainmem_ros.nodes", "planner_node", "--ros-args", "-p", "agent_id:=planbot",
                 "-p", "backend:=llm", "-p", f"llm.base_url:={fake.url}", "-p", "llm.model:=fake",
                 "-p", "seeds:=3"
             ], cwd=REPO)  # one seed arrives as an integer, not as text

@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 
 
 from brainmem_ros.bench.core import FIRST_QUESTIONS, format_table, run_bench
@@ -40,7 +41,15 @@ PEER_KEYS = {
 }
 
 
+def _peers_installed(*modules):
+    """Skip, naming what is missing, where the optional peer stores are not installed."""
+    for module in modules:
+        pytest.importorskip(module, reason=f"{module} is not installed (make peers); a ROS install "
+                            "via rosdep has no peer stores")
+
+
 def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
+    _peers_installed("chromadb", "qdrant_client")
     report = run_bench([400], n_queries=20, embedder=minilm, progress=False,
                        cache_dir=tmp_path / "cache", peers=("chromadb", "qdrant"))
     systems = report["systems"]
@@ -55,6 +64,7 @@ def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
 
 
 def test_peers_above_the_size_limit_are_skipped_not_run(minilm, tmp_path):
+    _peers_installed("qdrant_client")
     report = run_bench([300], n_queries=5, embedder=minilm, progress=False,
                        cache_dir=tmp_path / "cache", peers=("qdrant", ), peer_max_size=100)
     assert "skipped" in report["systems"]["qdrant"]["300"]

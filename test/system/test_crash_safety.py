@@ -33,7 +33,7 @@ TEXTS = [
 
 def start(store: Path) -> Child:
     node = Child([
-        "-m", "brainmem_ros.nodes.store_node", "--ros-args", "-p", f"store.path:={store}", "-p",
+        "-m", "brainmem_ros.nodes", "store_node", "--ros-args", "-p", f"store.path:={store}", "-p",
         "consolidation.every_n_traces:=0", "-p", "working.max_traces:=100000", "-p",
         "snapshot_period_s:=0.5"
     ], cwd=REPO)

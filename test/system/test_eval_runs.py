@@ -140,7 +140,7 @@ def test_kitchen_sim_node_answers_bad_requests_and_stays_up():
     from brainmem_ros.srv import EnvStep
 
     node = Child(
-        ["-m", "brainmem_ros.nodes.kitchen_sim_node", "--ros-args", "-p", "interruptions:=true"],
+        ["-m", "brainmem_ros.nodes", "kitchen_sim_node", "--ros-args", "-p", "interruptions:=true"],
         cwd=REPO)
     client = Client("sim_test_client")
     try:
@@ -171,7 +171,7 @@ def test_kitchen_sim_node_answers_bad_requests_and_stays_up():
 
 
 def test_kitchen_sim_node_refuses_an_unknown_environment():
-    node = Child(["-m", "brainmem_ros.nodes.kitchen_sim_node", "--ros-args", "-p", "env:=moon"],
+    node = Child(["-m", "brainmem_ros.nodes", "kitchen_sim_node", "--ros-args", "-p", "env:=moon"],
                  cwd=REPO)
     node.proc.wait(timeout=60)
     assert node.stop() == 1 and "env must be kitchen or cookingworld" in node.output()

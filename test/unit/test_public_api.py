@@ -7,29 +7,11 @@ import brainmem_ros
 
 def test_public_names_are_pinned():
     assert brainmem_ros.__all__ == [
-        "BrainMemError",
-        "BrainMemory",
-        "ConfigError",
-        "EmbedderUnavailable",
-        "Entry",
-        "Event",
-        "Goal",
-        "GoalStatus",
-        "HashingEmbedder",
-        "InvalidRequest",
-        "MemoryConfig",
-        "MiniLMEmbedder",
-        "Position",
-        "Recall",
-        "Relation",
-        "RetrievalRequest",
-        "RetrievalResult",
-        "StoreUnavailable",
-        "Trace",
-        "TraceKind",
-        "Zone",
-        "__version__",
-    ]
+        "BrainMemError", "BrainMemory", "ConfigError", "EmbedderUnavailable", "Entry", "Event",
+        "Goal", "GoalStatus", "HashingEmbedder", "InvalidRequest", "MemoryConfig",
+        "MiniLMEmbedder", "Position", "Recall", "Relation", "RetrievalRequest", "RetrievalResult",
+        "StoreUnavailable", "TimeUnavailable", "Trace", "TraceKind", "Zone", "__version__",
+    ]  # yapf: disable
     for name in brainmem_ros.__all__:
         assert getattr(brainmem_ros, name) is not None
 

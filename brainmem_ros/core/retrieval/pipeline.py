@@ -19,8 +19,10 @@ from typing import Optional
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock, wall_clock
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.embedding import Embedder
+from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.extraction import Vocabulary, extract
 from brainmem_ros.core.importance import after_access
 from brainmem_ros.core.prompt import TaskState, render
@@ -42,7 +44,9 @@ class Retriever:
     """The retrieval pipeline over one store; safe to call from several threads at once."""
 
     def __init__(self, config: MemoryConfig, store: LongTermStore, embedder: Embedder,
-                 vocabulary: Vocabulary):
+                 vocabulary: Vocabulary,
+                 clock: Clock = wall_clock):
+        self.clock = clock
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -73,7 +77,10 @@ class Retriever:
                  now: Optional[float] = None) -> RetrievalResult:
         zones, use_working, top_k = validate(req, self.config)
         cfg = self.config.retrieval
-        now = now or time.time()
+        now = now or self.clock()
+        req = dataclasses.replace(req, frame=req.frame or self.config.store.fixed_frame)
+        if req.position is not None:
+            self._check_frame_known(req.agent_id, req.frame, working)
         clock = _Laps()
         if not req.context and working is not None and working.active_goal() is not None:
             req = dataclasses.replace(req, context=working.active_goal().description)
@@ -112,6 +119,24 @@ class Retriever:
         prompt = render(recalls, warnings, self.task_state(working), now, cfg.language)
         clock.lap("format")
         return RetrievalResult(recalls, prompt, warnings, clock.laps)
+
+    def _check_frame_known(self, agent_id: str, frame: str,
+                           working: Optional[AgentWorkingMemory]) -> None:
+        """Refuse a spatial query in a frame nothing was remembered in.
+
+        There is no tf2 here, so positions are compared only within one frame; a query in a frame
+        no memory has would silently find nothing.
+        """
+        store = self.config.store
+        if frame == store.fixed_frame or frame in store.frames:
+            return
+        known = self.store.frames(agent_id)
+        if working is not None:
+            known |= {t.frame for t in working.traces if t.position is not None}
+        if frame not in known:
+            frames = ", ".join(sorted({store.fixed_frame, *store.frames, *known} - {""}))
+            raise InvalidRequest(f"unknown frame {frame!r}: no memory has a position in it (frames "
+                                 f"known: {frames}); positions are compared only within one frame")
 
     def task_state(self, working: Optional[AgentWorkingMemory]) -> TaskState:
         """Build the prompt's task section from working memory.

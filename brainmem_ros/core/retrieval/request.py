@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.trace import LONG_TERM_ZONES, Position, Recall, Zone
-from brainmem_ros.core.validation import check_agent, check_text
+from brainmem_ros.core.validation import check_agent, check_frame, check_text
 
 __all__ = ["RetrievalRequest", "RetrievalResult", "parse_zones", "validate"]
 
@@ -27,6 +27,7 @@ class RetrievalRequest:
     until: float = 0.0
     position: Optional[Position] = None
     radius: float = 0.0
+    frame: str = ""  # the frame of ``position``; empty: the store's fixed frame
 
 
 @dataclass
@@ -74,6 +75,7 @@ def validate(req: RetrievalRequest, config: MemoryConfig) -> tuple[list[Zone], b
             raise InvalidRequest(f"{name} must be a non-negative time, got {value}")
     if req.until and req.since and req.until < req.since:
         raise InvalidRequest("until must not be earlier than since")
+    check_frame(req.frame)
     if req.position is not None:
         if not all(math.isfinite(c) for c in req.position):
             raise InvalidRequest("position contains NaN or infinite values")

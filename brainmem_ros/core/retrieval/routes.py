@@ -81,7 +81,7 @@ def long_term_candidates(store: LongTermStore, cfg: RetrievalSection, q: np.ndar
         add(rowid, "graph", GRAPH_EVIDENCE[min(hop, 2)])
     lap("graph")
     if req.position is not None:
-        for rowid, d in store.spatial_search(agent, zones, req.position, req.radius,
+        for rowid, d in store.spatial_search(agent, zones, req.position, req.frame, req.radius,
                                              cfg.vector_candidates, req.include_superseded,
                                              req.since, req.until):
             add(rowid, "spatial", spatial_evidence(d, req.radius))
@@ -159,7 +159,7 @@ def working_candidates(working: AgentWorkingMemory, cfg: RetrievalSection, q: np
             candidate(trace).add("lexical", lexical_evidence(shared / len(terms)))
     if req.position is not None:
         for trace in traces:
-            if trace.position is not None:
+            if trace.position is not None and trace.frame == req.frame:
                 d = math.dist(trace.position, req.position)
                 if d <= req.radius:
                     candidate(trace).add("spatial", spatial_evidence(d, req.radius))

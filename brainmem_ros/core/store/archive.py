@@ -7,9 +7,9 @@ of the row in the ``archive`` table) unless ``forgetting.hard_delete`` is set.
 """
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
+from brainmem_ros.core.clock import Clock
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.store.database import Database
 from brainmem_ros.core.store.partitions import VectorPartitions, owner
@@ -21,8 +21,9 @@ __all__ = ["Archive"]
 class Archive:
     """Removes rows from SQLite, the partitions and the term counts together."""
 
-    def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts):
+    def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts, clock: Clock):
         self._db = db
+        self._clock = clock
         self._vectors = vectors
         self._terms = terms
 
@@ -77,7 +78,7 @@ class Archive:
         """Move rows to the archive (or delete them for good), in chunks of one transaction."""
         if not len(rowids):
             return 0
-        now = time.time()
+        now = self._clock()
         rowid_list = [int(r) for r in rowids]
         dropped: list[tuple[str, str]] = []
         with self._db.transaction() as conn:

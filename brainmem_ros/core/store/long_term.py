@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock, wall_clock
 from brainmem_ros.core.errors import StoreUnavailable
 from brainmem_ros.core.store import views
 from brainmem_ros.core.store.archive import Archive
@@ -37,8 +38,11 @@ class LongTermStore:
 
     def __init__(self, path: str | Path, dim: int = 384, index: IndexSettings | None = None,
                  synchronous: str = "FULL", index_save_every: int = 5000, model_name: str = "",
-                 embedding_precision: str = "float16"):
+                 embedding_precision: str = "float16", clock: Clock = wall_clock,
+                 fixed_frame: str = "map"):
+        """Open (or create) the store at ``path``; ``clock`` stamps what is written."""
         self.path = Path(path).expanduser()
+        self.clock = clock
         self.dim = dim
         self._codec = VectorCodec(dim, embedding_precision)
         self.index_settings = index or IndexSettings(dim=dim)
@@ -49,16 +53,16 @@ class LongTermStore:
         self._terms = TermCounts(self._db.lock)
         try:
             self._db.open()
-            per_row_fts_trigger = create_schema(self._db, dim, model_name)
+            per_row_fts_trigger = create_schema(self._db, dim, model_name, fixed_frame)
         except (sqlite3.Error, OSError, StoreUnavailable) as exc:
             self._db.close()  # refused (another model, another dimension): let the file go
             if isinstance(exc, StoreUnavailable):
                 raise
             raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
-        self._access = AccessLog(self._db, self._vectors)
+        self._access = AccessLog(self._db, self._vectors, clock)
         self._writer = Writer(self._db, self._vectors, self._terms, self._codec,
-                              per_row_fts_trigger)
-        self._archive = Archive(self._db, self._vectors, self._terms)
+                              per_row_fts_trigger, clock)
+        self._archive = Archive(self._db, self._vectors, self._terms, clock)
         self._journal = Journal(self._db)
         self._reader = Reader(self._db, self._vectors, self._terms, self._codec, self._access)
         self._load()
@@ -147,10 +151,13 @@ class LongTermStore:
                    fanout: int = 1000) -> list[str]:
         return self._reader.neighbours(entities, agent_id, exclude, fanout)
 
-    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position,
+    def frames(self, agent_id: str) -> set[str]:
+        return self._reader.frames(agent_id)
+
+    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, frame: str,
                        radius: float, limit: int, include_superseded: bool = False,
                        since: float = 0.0, until: float = 0.0) -> list[tuple[int, float]]:
-        return self._reader.spatial_search(agent_id, zones, position, radius, limit,
+        return self._reader.spatial_search(agent_id, zones, position, frame, radius, limit,
                                            include_superseded, since, until)
 
     def current_facts(self, agent_id: str,

@@ -28,7 +28,8 @@ log = logging.getLogger("brainmem_ros.store")
 GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = (
     "rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
-    "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key")
+    "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key,"
+    " frame")
 
 
 def created_within(since: float, until: float, alias: str = "") -> tuple[str, list[float]]:
@@ -147,17 +148,19 @@ class Reader:
         found = list(dict.fromkeys(name for name, _ in rows if name not in skip))
         return found[:fanout]
 
-    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position,
+    def spatial_search(self, agent_id: str, zones: Sequence[Zone], position: Position, frame: str,
                        radius: float, limit: int, include_superseded: bool = False,
                        since: float = 0.0, until: float = 0.0) -> list[tuple[int, float]]:
+        """Memories within ``radius`` of ``position``, nearest first; only in the same frame."""
         window, window_params = created_within(since, until)
         sql = (f"SELECT rowid, x, y, z FROM entries WHERE x BETWEEN ? AND ? AND y BETWEEN ? AND ?"
+               f" AND frame = ?"
                f" AND (agent_id = ? OR shared = 1) AND zone IN ({','.join('?' * len(zones))})"
                f"{'' if include_superseded else ' AND superseded = 0'}{window}")
         with self._db.lock:
             rows = self._db.conn.execute(sql, [
                 position.x - radius, position.x + radius, position.y - radius, position.y + radius,
-                agent_id, *[z.value for z in zones], *window_params
+                frame, agent_id, *[z.value for z in zones], *window_params
             ]).fetchall()
         hits = []
         for rowid, x, y, z in rows:
@@ -166,6 +169,13 @@ class Reader:
                 hits.append((rowid, d))
         hits.sort(key=lambda h: h[1])
         return hits[:limit]
+
+    def frames(self, agent_id: str) -> set[str]:
+        """Frames the positions of the memories an agent may see are given in."""
+        return {r[0] for r in self._db.read(
+            "SELECT DISTINCT frame FROM entries WHERE x IS NOT NULL"
+            " AND (agent_id = ? OR shared = 1)",
+            (agent_id,))}
 
     def current_facts(self, agent_id: str,
                       subjects: Sequence[str]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -287,11 +297,11 @@ class Reader:
 
 def _row_to_entry(row, entities, relations, emb: np.ndarray) -> Entry:
     (rowid, id_, agent, shared, zone, content, importance, created, last_access, access_count,
-     source, confidence, location, x, y, z, superseded, warning, strength, goal_key) = row
+     source, confidence, location, x, y, z, superseded, warning, strength, goal_key, frame) = row
     return Entry(id=id_, agent_id=agent, shared=bool(shared), zone=Zone(zone), content=content,
                  embedding=emb, entities=entities, relations=relations, importance=importance,
                  created=created, last_access=last_access, access_count=access_count, source=source
                  or "", confidence=confidence if confidence is not None else 1.0, location=location
                  or "", position=Position(x, y, z or 0.0) if x is not None else None,
-                 superseded=bool(superseded), warning=bool(warning), strength=strength,
-                 goal_key=goal_key)
+                 frame=frame or "", superseded=bool(superseded), warning=bool(warning),
+                 strength=strength, goal_key=goal_key)

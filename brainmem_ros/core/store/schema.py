@@ -27,7 +27,7 @@ CURRENT_RELATIONS_INDEX = (
     " object, zone, valid_from, entry, valid_to) WHERE valid_to IS NULL")
 
 
-def create_schema(db: Database, dim: int, model_name: str) -> bool:
+def create_schema(db: Database, dim: int, model_name: str, fixed_frame: str = "map") -> bool:
     """Make or update the tables; refuse a file of another dimension or model.
 
     Returns whether the per-row FTS insert trigger is still present (a read-only older store), in
@@ -36,45 +36,20 @@ def create_schema(db: Database, dim: int, model_name: str) -> bool:
     tables = sqlite_utils.Database(db.conn)
     if "entries" not in tables.table_names():
         with db.transaction():
+            columns = {
+                "key": int, "id": str, "agent_id": str, "shared": int, "zone": str, "content": str,
+                "entity_text": str, "embedding": bytes, "importance": float, "created": float,
+                "last_access": float, "access_count": int, "source": str, "confidence": float,
+                "location": str, "x": float, "y": float, "z": float, "superseded": int,
+                "warning": int, "strength": int, "goal_key": str, "frame": str}  # yapf: disable
+            defaults = {
+                "shared": 0, "access_count": 0, "superseded": 0, "warning": 0, "strength": 1,
+                "goal_key": "", "entity_text": "", "source": "", "confidence": 1.0, "location": "",
+                "frame": ""}  # yapf: disable
             tables["entries"].create(
-                {
-                    "key": int,
-                    "id": str,
-                    "agent_id": str,
-                    "shared": int,
-                    "zone": str,
-                    "content": str,
-                    "entity_text": str,
-                    "embedding": bytes,
-                    "importance": float,
-                    "created": float,
-                    "last_access": float,
-                    "access_count": int,
-                    "source": str,
-                    "confidence": float,
-                    "location": str,
-                    "x": float,
-                    "y": float,
-                    "z": float,
-                    "superseded": int,
-                    "warning": int,
-                    "strength": int,
-                    "goal_key": str,
-                }, not_null={
-                    "id", "agent_id", "zone", "content", "embedding", "importance", "created",
-                    "last_access"
-                }, defaults={
-                    "shared": 0,
-                    "access_count": 0,
-                    "superseded": 0,
-                    "warning": 0,
-                    "strength": 1,
-                    "goal_key": "",
-                    "entity_text": "",
-                    "source": "",
-                    "confidence": 1.0,
-                    "location": ""
-                }, pk="key")
+                columns, pk="key", defaults=defaults,
+                not_null={"id", "agent_id", "zone", "content", "embedding", "importance", "created",
+                          "last_access", "frame"})
             tables["entries"].create_index(["id"], unique=True)
             tables["entries"].create_index(["agent_id", "zone", "created"])
             tables.execute("CREATE INDEX entries_shared ON entries(zone) WHERE shared = 1")
@@ -131,6 +106,7 @@ def create_schema(db: Database, dim: int, model_name: str) -> bool:
         "CREATE TABLE IF NOT EXISTS journal (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, "
         "stamp REAL NOT NULL, trace TEXT NOT NULL)")
     _narrow_fts_update_trigger(db)
+    _add_frames(db, fixed_frame)
     per_row_fts_trigger = _index_text_per_batch(db)
     _widen_current_relations_index(db)
     meta = dict(db.conn.execute("SELECT key, value FROM meta").fetchall())
@@ -160,6 +136,22 @@ def _narrow_fts_update_trigger(db: Database) -> None:
         " INSERT INTO entries_fts (rowid, content, entity_text)"
         " VALUES (new.rowid, new.content, new.entity_text); END"
     ], "the FTS trigger that fires on every update")
+
+
+def _add_frames(db: Database, fixed_frame: str) -> None:
+    """Give a store made before frames were kept a frame column.
+
+    Its positions were all given in the robot's fixed frame, so they get that frame.
+    """
+    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(entries)")}
+    if "frame" in columns:
+        return
+    try:
+        with db.transaction() as conn:
+            conn.execute("ALTER TABLE entries ADD COLUMN frame TEXT NOT NULL DEFAULT ''")
+            conn.execute("UPDATE entries SET frame = ? WHERE x IS NOT NULL", (fixed_frame,))
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"{db.path} predates frames and cannot be updated: {exc}") from exc
 
 
 def _index_text_per_batch(db: Database) -> bool:

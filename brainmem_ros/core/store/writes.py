@@ -6,11 +6,11 @@ unchanged; ids are returned only after the commit. The vectors enter the partiti
 """
 from __future__ import annotations
 
-import time
 from typing import Optional, Sequence
 
 import numpy as np
 
+from brainmem_ros.core.clock import Clock
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.store import journal
 from brainmem_ros.core.store.blobs import VectorCodec
@@ -26,8 +26,8 @@ __all__ = ["Writer", "AccessLog", "validated_vectors"]
 _INSERT_ENTRY = (
     "INSERT INTO entries (key, id, agent_id, shared, zone, content, entity_text, embedding,"
     " importance, created, last_access, access_count, source, confidence, location, x, y, z,"
-    " superseded, warning, strength, goal_key)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+    " superseded, warning, strength, goal_key, frame)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def validated_vectors(entries: Sequence[Entry], dim: int) -> np.ndarray:
@@ -63,9 +63,10 @@ class AccessLog:
     The rerank inputs in RAM change at once, so the next retrieval already sees the new importance.
     """
 
-    def __init__(self, db: Database, vectors: VectorPartitions):
+    def __init__(self, db: Database, vectors: VectorPartitions, clock: Clock):
         self._db = db
         self._vectors = vectors
+        self._clock = clock
         self._pending: dict[int, tuple[int, float]] = {}
         self._time: Optional[float] = None
         db.on_begin = self._flush_locked
@@ -86,7 +87,7 @@ class AccessLog:
     def _flush_locked(self, conn) -> None:
         if not self._pending:
             return
-        now = self._time if self._time is not None else time.time()
+        now = self._time if self._time is not None else self._clock()
         conn.executemany(
             "UPDATE entries SET access_count = access_count + ?, importance = ?, last_access = ?"
             " WHERE rowid = ?", [(c, v, now, r) for r, (c, v) in self._pending.items()])
@@ -102,8 +103,9 @@ class Writer:
     """The store's writes other than deletion (``archive``) and the journal (``journal``)."""
 
     def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts,
-                 codec: VectorCodec, per_row_fts_trigger: bool):
+                 codec: VectorCodec, per_row_fts_trigger: bool, clock: Clock):
         self._db = db
+        self._clock = clock
         self._vectors = vectors
         self._terms = terms
         self._codec = codec
@@ -119,7 +121,7 @@ class Writer:
         traces these entries replace, dropped from the journal in the same transaction.
         """
         blobs, vectors = self._codec.encode(validated_vectors(entries, self._codec.dim))
-        now = time.time()
+        now = self._clock()
         with self._db.transaction(check_references=False) as conn:
             added = self._insert(conn, entries, blobs, now)
             retired = insert_relations(conn, added, supersede)
@@ -153,7 +155,8 @@ class Writer:
                  int(e.shared), e.zone.value, e.content, " ".join(e.entities), blobs[offset],
                  float(e.importance), e.created, e.last_access, e.access_count, e.source,
                  float(e.confidence), e.location, pos.x if pos else None, pos.y if pos else None,
-                 pos.z if pos else None, int(e.superseded), int(e.warning), e.strength, e.goal_key))
+                 pos.z if pos else None, int(e.superseded), int(e.warning), e.strength, e.goal_key,
+                 e.frame if pos else ""))
             edges += [(rowid, name) for name in dict.fromkeys(e.entities)]
             derived += [(rowid, source) for source in e.derived_from]
             added.append((rowid, e))
@@ -174,6 +177,7 @@ class Writer:
         if embedding is not None:
             embedding = check_embedding(embedding, self._codec.dim)
         importance = float(np.clip(importance, 0, 1))
+        now = self._clock()
         with self._db.transaction() as conn:
             row = conn.execute("SELECT rowid FROM entries WHERE id = ?", (entry_id, )).fetchone()
             if not row:
@@ -182,7 +186,7 @@ class Writer:
             conn.execute(
                 "UPDATE entries SET strength = strength + 1, importance = ?, last_access = ?,"
                 " confidence = COALESCE(?, confidence) WHERE rowid = ?",
-                (importance, time.time(), confidence, rowid))
+                (importance, now, confidence, rowid))
             replaced = None
             if content is not None:
                 old = conn.execute(
@@ -198,7 +202,7 @@ class Writer:
         if replaced:
             self._terms.count([replaced[0]], -1, memories=False)
             self._terms.count([replaced[1]], +1, memories=False)
-        self._vectors.touch(rowid, importance, time.time(),
+        self._vectors.touch(rowid, importance, now,
                             None if confidence is None else float(confidence))
         if embedding is not None:
             self._vectors.set_vector(rowid, embedding)
@@ -206,8 +210,8 @@ class Writer:
     def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
         if not entry_ids:
             return 0
+        now = self._clock()
         with self._db.transaction() as conn:
-            now = time.time()
             cur = conn.executemany(
                 "UPDATE entries SET importance = ?, last_access = ? WHERE id = ?",
                 [(float(np.clip(v, 0, 1)), now, i) for i, v in zip(entry_ids, importance)])
