@@ -24,7 +24,7 @@ _EXPORTS = {
     "GoalStatus": "core.trace", "TraceKind": "core.trace",
     "BrainMemError": "core.errors", "InvalidRequest": "core.errors",
     "StoreUnavailable": "core.errors", "EmbedderUnavailable": "core.errors",
-    "TimeUnavailable": "core.errors",
+    "TimeUnavailable": "core.errors", "NotServing": "core.errors",
     "MiniLMEmbedder": "core.embedding", "HashingEmbedder": "core.embedding",
 }  # yapf: disable
 

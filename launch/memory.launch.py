@@ -2,12 +2,18 @@
 
     ros2 launch brainmem_ros memory.launch.py [config:=FILE] [store:=PATH] [namespace:=NS]
                                               [use_sim_time:=true] [log_level:=info] [demo:=true]
+                                              [captions:=true]
 
 ``namespace`` puts every topic and service of the stack under it (``/NS/retrieve_memory``,
 ``/NS/brainmem/...``), so several robots' stacks share one domain. ``use_sim_time`` makes every node
 take its time from ``/clock`` (a simulator, or ``ros2 bag play --clock``). With ``demo:=true`` the
 kitchen (kitchen_sim_node) and a scripted planner_node join them and play a few interrupted kitchen
-episodes.
+episodes. With ``captions:=true`` caption_node turns captions (``std_msgs/String`` on ``caption``)
+placed at the robot's pose (``pose`` or ``odom``) into observations.
+
+store_node is a managed (lifecycle) node that activates itself (``autostart``); drive it with
+``ros2 lifecycle`` when ``autostart`` is false. The memory nodes report on ``/diagnostics`` and
+store_node draws what is remembered on ``brainmem/markers``.
 
 The nodes and their own parameters come from ``brainmem_ros.bringup.node_table``, which
 ``brainmem-ros bringup`` (the same stack without ``ros2 launch``) reads too. Every node reads the
@@ -33,11 +39,12 @@ def _nodes(context):
     namespace = check_namespace(LaunchConfiguration("namespace").perform(context))
     sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in _TRUE
     demo = LaunchConfiguration("demo").perform(context).lower() in _TRUE
+    captions = LaunchConfiguration("captions").perform(context).lower() in _TRUE
     shared = {"use_sim_time": sim_time}
     if store:
         shared["store.path"] = os.path.abspath(os.path.expanduser(store))
     nodes = []
-    for spec in stack(demo):
+    for spec in stack(demo, captions):
         on_exit = [LogInfo(msg=f"{spec.name} exited: stopping the memory stack"),
                    EmitEvent(event=Shutdown(reason=f"{spec.name} exited"))] if spec.memory else None
         nodes.append(Node(package="brainmem_ros", executable=spec.name, name=spec.name,
@@ -64,5 +71,8 @@ def generate_launch_description():
         DeclareLaunchArgument("demo", default_value="false",
                               description="also start kitchen_sim_node and a scripted "
                               "planner_node (kitchen episodes)"),
+        DeclareLaunchArgument("captions", default_value="false",
+                              description="also start caption_node (captions placed at the "
+                              "robot's pose become observations)"),
         OpaqueFunction(function=_nodes),
     ])

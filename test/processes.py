@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,11 @@ class ReadyTimeout(AssertionError):
 
 
 class Child:
-    """A process started in its own process group, so stopping it stops everything it started."""
+    """A process started in its own process group, so stopping it stops everything it started.
+
+    Its output is drained by a thread from the start: a child whose pipe nobody reads would block
+    on its next log line, and lines are handed over one by one, whatever the pipe delivered at once.
+    """
 
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | Path | None = None):
         self.argv = argv
@@ -32,23 +37,28 @@ class Child:
             start_new_session=True,
         )
         self.lines: list[str] = []
+        self._unread: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        for line in self.proc.stdout:
+            self._unread.put(line.rstrip("\n"))
+        self._unread.put(None)  # the end of the output
 
     def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
-        selector = selectors.DefaultSelector()
-        selector.register(self.proc.stdout, selectors.EVENT_READ)
-        try:
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                    break
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                self.lines.append(line.rstrip("\n"))
-                if needle in line:
-                    return line
-        finally:
-            selector.unregister(self.proc.stdout)
+        while True:
+            try:
+                line = self._unread.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                self._unread.put(None)
+                break
+            self.lines.append(line)
+            if needle in line:
+                return line
         raise ReadyTimeout(f"{self.argv[0]} never printed {needle!r} within {timeout}s; "
                            f"output so far:\n" + "\n".join(self.lines[-40:]))
 
@@ -63,11 +73,20 @@ class Child:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=timeout)
-        rest = self.proc.stdout.read() if self.proc.stdout else ""
-        self.lines.extend(rest.splitlines())
+        self._reader.join(timeout=timeout)
         return self.proc.returncode
 
     def output(self) -> str:
+        """Everything printed so far (what no wait has looked at yet included)."""
+        while True:
+            try:
+                line = self._unread.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self._unread.put(None)
+                break
+            self.lines.append(line)
         return "\n".join(self.lines)
 
 

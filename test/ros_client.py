@@ -62,3 +62,53 @@ class Client:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+class Watch:
+    """The newest /diagnostics status per name and the newest markers, spun while waiting."""
+
+    def __init__(self, client, namespace: str):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from visualization_msgs.msg import MarkerArray
+
+        self.client = client
+        self.namespace = namespace
+        self.status = {}
+        self.markers = []
+        client.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 50)
+        self.latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.subscription = None
+        self.MarkerArray = MarkerArray
+
+    def _on_diagnostics(self, array) -> None:
+        for status in array.status:
+            self.status[status.name] = status
+
+    def subscribe_markers(self) -> None:
+        self.subscription = self.client.node.create_subscription(
+            self.MarkerArray, f"/{self.namespace}/brainmem/markers", self.markers.append,
+            self.latched)
+
+    def until(self, check, timeout: float = 30.0, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.client.executor.spin_once(timeout_sec=0.05)
+            found = check()
+            if found:
+                return found
+        raise TimeoutError(f"{what} not seen within {timeout}s; statuses: "
+                           f"{ {n: (s.level, s.message) for n, s in self.status.items()} }")
+
+    def level(self, node: str, level: bytes, contains: str = "", timeout: float = 30.0):
+        name = f"{self.namespace}/{node}"
+
+        def seen():
+            for status_name, status in self.status.items():
+                if status_name.startswith(name) and status.level == level and \
+                        contains in status.message:
+                    return status
+            return None
+
+        return self.until(seen, timeout, f"{name} at level {level!r} saying {contains!r}")

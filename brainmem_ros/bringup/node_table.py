@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["NodeSpec", "MEMORY_NODES", "DEMO_NODES", "stack", "default_config",
+__all__ = ["NodeSpec", "MEMORY_NODES", "CAPTION_NODES", "DEMO_NODES", "stack", "default_config",
            "check_namespace"]
 
 
@@ -24,6 +24,8 @@ class NodeSpec:
 
 
 MEMORY_NODES = (NodeSpec("store_node"), NodeSpec("encoder_node"), NodeSpec("consolidation_node"))
+# Standard inputs: captions (std_msgs/String) placed at the robot's pose become observations.
+CAPTION_NODES = (NodeSpec("caption_node", memory=False), )
 # The kitchen demo: a few interrupted kitchen episodes played by a scripted planner.
 DEMO_NODES = (
     NodeSpec("kitchen_sim_node", {"interruptions": True}, memory=False),
@@ -35,9 +37,12 @@ DEMO_NODES = (
 _NAMESPACE_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def stack(demo: bool = False) -> tuple[NodeSpec, ...]:
-    """Return the nodes to start: the memory nodes, with ``demo`` the kitchen and a planner."""
-    return MEMORY_NODES + (DEMO_NODES if demo else ())
+def stack(demo: bool = False, captions: bool = False) -> tuple[NodeSpec, ...]:
+    """Return the nodes to start: the memory nodes, then caption_node, the kitchen and a planner.
+
+    caption_node joins with ``captions``, the kitchen and a planner with ``demo``.
+    """
+    return MEMORY_NODES + (CAPTION_NODES if captions else ()) + (DEMO_NODES if demo else ())
 
 
 def default_config() -> Path:

@@ -53,7 +53,8 @@ def node_arguments(spec: NodeSpec) -> list[str]:
 
 def bringup(config: Optional[Path] = None, store: Optional[str] = None,
             ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
-            demo: bool = False, namespace: str = "", use_sim_time: bool = False) -> int:
+            demo: bool = False, namespace: str = "", use_sim_time: bool = False,
+            captions: bool = False) -> int:
     """Run the stack's nodes in this process until a stop is asked for (``--one-process``)."""
     stop = hold()
     try:
@@ -81,7 +82,7 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
                signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
-        for spec in stack(demo):
+        for spec in stack(demo, captions):
             overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
             uses_model = spec.name in ("store_node", "encoder_node")
             nodes.append(_node_class(spec.name)(parameter_overrides=overrides,
@@ -126,7 +127,8 @@ def _node_class(name: str):
 def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None,
                       ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
                       demo: bool = False, namespace: str = "", use_sim_time: bool = False,
-                      start_timeout_s: float = 120.0, stop_timeout_s: float = 30.0) -> int:
+                      captions: bool = False, start_timeout_s: float = 120.0,
+                      stop_timeout_s: float = 30.0) -> int:
     """Run each node of the stack in its own process (``python -m brainmem_ros.nodes NAME``).
 
     Ready once the store serves and the encoder listens. A stop asked for while the nodes start
@@ -139,7 +141,7 @@ def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None
         print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
         return 2
     args = ros_arguments(config, store, namespace, use_sim_time, extra_ros_args)
-    specs = stack(demo)
+    specs = stack(demo, captions)
     children: dict[str, subprocess.Popen] = {}
     failed = False
     try:

@@ -19,7 +19,10 @@ Verb = Callable[[argparse.Namespace], int]
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from brainmem_ros.demo import run_bag_demo, run_demo
+    from brainmem_ros.demo.map_walk import run_map_demo
 
+    if args.map:
+        return run_map_demo(args.map)
     return run_bag_demo() if args.bag else run_demo(args.out)
 
 
@@ -82,7 +85,8 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
 
     start = bringup if args.one_process else bringup_processes
     return start(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo,
-                 namespace=args.namespace, use_sim_time=args.use_sim_time)
+                 namespace=args.namespace, use_sim_time=args.use_sim_time,
+                 captions=args.captions)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -186,6 +190,19 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0 if report["integrity_ok"] else 1
 
 
+def _cmd_map(args: argparse.Namespace) -> int:
+    from brainmem_ros.bringup.node_table import check_namespace
+    from brainmem_ros.inspection.map_view import draw_markers, latest_markers
+
+    try:
+        markers = latest_markers(check_namespace(args.namespace), args.timeout)
+    except (TimeoutError, ValueError) as exc:
+        print(f"brainmem-ros map: {exc}", file=sys.stderr)
+        return 2
+    print(f"map: {draw_markers(markers, args.png)}")
+    return 0
+
+
 def _cmd_loadtest(args: argparse.Namespace) -> int:
     from brainmem_ros.loadtest import describe, run_loadtest
 
@@ -239,6 +256,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
         help="run the main job: kitchen episodes through the ROS nodes, per memory condition")
     demo.add_argument("--bag", action="store_true",
                       help="instead: replay the recorded kitchen run and ask questions")
+    demo.add_argument("--map", type=Path, default=None, metavar="PNG",
+                      help="instead: a robot walks a kitchen captioning what it sees; draw what "
+                      "it remembers (store_node's markers) to PNG")
     demo.add_argument("--out", type=Path, default=Path("results"),
                       help="folder for the report and the plot")
     handlers["demo"] = _cmd_demo
@@ -281,6 +301,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
         "--demo", action="store_true",
         help="also start kitchen_sim_node and a scripted planner_node "
         "playing a few interrupted kitchen episodes")
+    up.add_argument("--captions", action="store_true",
+                    help="also start caption_node: std_msgs/String captions on 'caption', placed "
+                    "at the pose on 'pose' or 'odom', become observations")
     up.add_argument("--namespace", default="", metavar="NS",
                     help="put every topic and service of the stack under /NS (robots side by side)")
     up.add_argument("--use-sim-time", action="store_true",
@@ -355,6 +378,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     ins.add_argument("--json", action="store_true",
                      help="machine-readable: ids, counts, integrity_ok, ...")
     handlers["inspect"] = _cmd_inspect
+
+    mp = verbs.add_parser(
+        "map", help="draw what a running store_node remembers on the map (its markers) to a PNG")
+    mp.add_argument("--png", type=Path, default=Path("results/map.png"))
+    mp.add_argument("--namespace", default="", metavar="NS", help="the stack's namespace")
+    mp.add_argument("--timeout", type=float, default=10.0, help="wait for the markers, seconds")
+    handlers["map"] = _cmd_map
 
     lt = verbs.add_parser(
         "loadtest", help="N client processes on /retrieve_memory while observations stream in")

@@ -219,6 +219,20 @@ class ForgettingSection:
     period_s: float = p(60.0, "forgetting timer period, seconds", 0.1, 86400.0)
 
 
+@dataclass(frozen=True)
+class HealthSection:
+    period_s: float = p(1.0, "diagnostics period, seconds", 0.1, 3600.0)
+    free_disk_warn_mb: float = p(
+        1024.0, "free space beside the store below which diagnostics warn, MB", 0.0, 1e9)
+    free_disk_error_mb: float = p(
+        100.0, "free space beside the store below which diagnostics report an error, MB", 0.0,
+        1e9)
+    backlog_warn: int = p(500, "events waiting in encoder_node above which diagnostics warn", 1,
+                          10**9)
+    lag_warn_s: float = p(5.0, "age of the oldest waiting event above which diagnostics warn, s",
+                          0.0, 1e9)
+
+
 SECTIONS = {
     "store": StoreSection,
     "embedding": EmbeddingSection,
@@ -228,6 +242,7 @@ SECTIONS = {
     "consolidation": ConsolidationSection,
     "retrieval": RetrievalSection,
     "forgetting": ForgettingSection,
+    "health": HealthSection,
 }
 
 
@@ -283,6 +298,7 @@ class MemoryConfig:
     consolidation: ConsolidationSection = field(default_factory=ConsolidationSection)
     retrieval: RetrievalSection = field(default_factory=RetrievalSection)
     forgetting: ForgettingSection = field(default_factory=ForgettingSection)
+    health: HealthSection = field(default_factory=HealthSection)
 
     @classmethod
     def from_flat(cls, values: dict[str, Any]) -> "MemoryConfig":

@@ -6,7 +6,8 @@ answer ``success: false``; anything else is a bug.
 """
 
 __all__ = [
-    "BrainMemError", "InvalidRequest", "StoreUnavailable", "EmbedderUnavailable", "TimeUnavailable"
+    "BrainMemError", "InvalidRequest", "StoreUnavailable", "EmbedderUnavailable", "TimeUnavailable",
+    "NotServing"
 ]
 
 
@@ -36,4 +37,11 @@ class TimeUnavailable(BrainMemError):
     """The robot's clock has no time yet (simulated time before the first ``/clock`` message).
 
     Nothing is stamped with a made-up time: the request can be sent again once time runs.
+    """
+
+
+class NotServing(BrainMemError):
+    """The memory is not serving now: its node is not active (a managed node's lifecycle state).
+
+    Nothing was read or written; the same request can be sent again once the node is active.
     """

@@ -7,6 +7,7 @@ Thread-safe: one lock (working memory's) guards every agent's working memory, th
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -21,6 +22,7 @@ from brainmem_ros.core.errors import InvalidRequest, StoreUnavailable
 from brainmem_ros.core.extraction import Vocabulary, extract
 from brainmem_ros.core.forgetting import ForgettingReport, decayed_importance, forget
 from brainmem_ros.core.importance import after_outcome
+from brainmem_ros.core.latency import LatencyWindow
 from brainmem_ros.core.store import LongTermStore
 from brainmem_ros.core.retrieval import RetrievalRequest, RetrievalResult, Retriever
 from brainmem_ros.core.trace import Entry, Goal, GoalStatus, Trace, TraceKind, Zone
@@ -69,6 +71,10 @@ class BrainMemory:
         self._goal_vectors: dict[str, tuple[str, np.ndarray]] = {}
         self._finished: dict[str, Goal] = {}
         self._learned: dict[str, None] = {}  # ids of finished goals already learned from
+        # What health reports: how long retrievals took lately, and when each pass last ran (the
+        # robot's time) with what it did.
+        self.retrieval_latency = LatencyWindow()
+        self.passes: dict[str, tuple[float, dict]] = {}
         # The same lock as working memory's own: readers (the snapshot, get_working_memory) iterate
         # an agent's traces under it, so ingest and consolidation must change them under it too.
         self._lock = self.working.lock
@@ -203,9 +209,12 @@ class BrainMemory:
     # -- retrieval -----------------------------------------------------------------------------
     def retrieve(self, request: RetrievalRequest,
                  query_vectors: Optional[np.ndarray] = None) -> RetrievalResult:
+        started = time.perf_counter()
         wm = self.working.agents.get(request.agent_id) if request.agent_id else None
-        return self.retriever.retrieve(request,
-                                       wm.view() if wm is not None else None, query_vectors)
+        result = self.retriever.retrieve(request, wm.view() if wm is not None else None,
+                                         query_vectors)
+        self.retrieval_latency.add(time.perf_counter() - started)
+        return result
 
     # -- consolidation and forgetting ----------------------------------------------------------
     def consolidate(self, agent_id: str = "", goal: Optional[Goal] = None,
@@ -236,6 +245,7 @@ class BrainMemory:
             for name in vars(total):
                 setattr(total, name, getattr(total, name) + getattr(report, name))
         self.working.save()
+        self.passes["consolidation"] = (self.clock(), dict(vars(total)))
         return total
 
     def forget(self, agent_id: str = "", decay: bool = True, ids: Sequence[str] = (),
@@ -250,6 +260,7 @@ class BrainMemory:
             report.evicted = swept.evicted
             report.deleted += swept.deleted
             report.seconds = swept.seconds
+            self.passes["forgetting"] = (self.clock(), dict(vars(report)))
         return report
 
     # -- goals and outcomes --------------------------------------------------------------------
@@ -329,6 +340,17 @@ class BrainMemory:
     def working_memory(self, agent_id: str) -> AgentWorkingMemory:
         check_agent(agent_id)
         return self.working.agent(agent_id)
+
+    @property
+    def revision(self) -> int:
+        """Changes written so far (long-term memory and the working-memory journal)."""
+        return self.store.revision
+
+    def flush(self) -> None:
+        """Put on disk what lives only in RAM: access counts, the vector graphs, working memory."""
+        self.working.save()
+        self.store.flush()
+        self.store.save_index()
 
     def close(self) -> None:
         self.working.save()

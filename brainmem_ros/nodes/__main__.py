@@ -7,7 +7,8 @@ import sys
 
 from brainmem_ros.nodes.signals import hold
 
-NODES = ("store_node", "encoder_node", "consolidation_node", "planner_node", "kitchen_sim_node")
+NODES = ("store_node", "encoder_node", "consolidation_node", "caption_node", "planner_node",
+         "kitchen_sim_node")
 
 
 def main(argv: list[str]) -> int:

@@ -3,6 +3,8 @@
 Messages queue up while the model is busy; each round embeds everything queued in one batch, so an
 idle encoder answers a single observation at once and a loaded one amortises the model call. The
 batch goes to store_node through /brainmem/ingest_traces (acknowledged, see IngestTraces.srv).
+A store that cannot take a batch now (not active, its disk not writable) says so, and the batch is
+sent again until it can; meanwhile the backlog shows on ``/diagnostics``.
 """
 from __future__ import annotations
 
@@ -21,13 +23,17 @@ from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.core.encoding import Encoder
 from brainmem_ros.core.errors import BrainMemError, TimeUnavailable
 from brainmem_ros.core.extraction import Vocabulary
+from brainmem_ros.core.health import BacklogHealth
 from brainmem_ros.msg import ActionResult, Observation
 from brainmem_ros.nodes import conversions as cv
+from brainmem_ros.nodes.diagnostics import DiagnosticsPublisher
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, guard_parameters
 from brainmem_ros.nodes.runtime import call_and_wait, node_clock, run
 from brainmem_ros.srv import IngestTraces
 
 __all__ = ["EncoderNode", "main"]
+
+RETRY_S = 0.5  # a batch the store could not take now is sent again after this long
 
 
 class EncoderNode(Node):
@@ -59,12 +65,16 @@ class EncoderNode(Node):
         self.create_subscription(ActionResult, names.ACTION_RESULT,
                                  lambda m: self._enqueue(cv.action_event, m), qos)
         self.client = self.create_client(IngestTraces, names.INGEST_TRACES)
-        self.queue: deque = deque()
+        self.queue: deque = deque()  # (arrival on the steady clock, event)
+        self.in_hand: list = []  # the batch being handed over, same pairs
         self.wake = threading.Condition()
         self.ingested = 0
         self.rejected = 0
         self.batches = 0
+        self.store_reachable = True
         self._stop = False
+        self.health = BacklogHealth(config.health)
+        self.diagnostics = DiagnosticsPublisher(self, self._checks, config.health.period_s)
         self.worker = threading.Thread(target=self._work, name="encoder", daemon=True)
         self.worker.start()
         guard_parameters(self)
@@ -91,11 +101,21 @@ class EncoderNode(Node):
         with self.wake:
             if len(self.queue) >= self.max_queue:
                 self.rejected += 1
+                self.health.dropped()
                 self.get_logger().error(
-                    "encoder queue full: the store is not keeping up; oldest event dropped")
+                    "encoder queue full: the store is not keeping up; oldest event dropped",
+                    throttle_duration_sec=10.0)
                 self.queue.popleft()
-            self.queue.append(event)
+            self.queue.append((time.monotonic(), event))
             self.wake.notify()
+
+    def _checks(self):
+        with self.wake:
+            waiting = self.in_hand + list(self.queue)[:1]
+            count = len(self.in_hand) + len(self.queue)
+        oldest = time.monotonic() - min(t for t, _ in waiting) if waiting else None
+        return [self.health.check(count, oldest, self.store_reachable, self.ingested,
+                                  self.rejected)]
 
     def _work(self) -> None:
         while True:
@@ -104,18 +124,21 @@ class EncoderNode(Node):
                     self.wake.wait(timeout=0.5)
                 if self._stop and not self.queue:
                     return
-                batch = [self.queue.popleft() for _ in range(min(self.max_batch, len(self.queue)))]
+                self.in_hand = [self.queue.popleft()
+                                for _ in range(min(self.max_batch, len(self.queue)))]
             now = self._wait_for_time()
             if now is None:
                 return
-            batch = [event for event in batch if self._acceptable(event, now)]
+            batch = [event for _, event in self.in_hand if self._acceptable(event, now)]
             try:
                 traces = self.encoder.prepare(batch)
             except BrainMemError as exc:  # validated just above, so only a model failure lands here
                 self.get_logger().error(f"encoding failed, {len(batch)} events dropped: {exc}")
-                continue
+                traces = []
             if traces:
                 self._hand_over(batch, traces)
+            with self.wake:
+                self.in_hand = []
 
     def _wait_for_time(self):
         """Wait until the clock has time (simulated time starts with the first /clock message).
@@ -146,26 +169,36 @@ class EncoderNode(Node):
                                        embedding_model=self.encoder.embedder.name)
         while not self._stop:
             if not self.client.wait_for_service(timeout_sec=1.0):
+                self.store_reachable = False
                 self.get_logger().warning(f"waiting for {self.client.srv_name} ...",
                                           throttle_duration_sec=10.0)
                 continue
             response = call_and_wait(self.client, request, self.call_timeout_s)
             if response is None:
+                self.store_reachable = False
                 self.get_logger().warning("the store did not acknowledge a batch in time; retrying")
                 continue
+            self.store_reachable = True
             if response.success:
                 self.ingested += len(traces)
                 self.batches += 1
+            elif response.retry:
+                self.get_logger().warning(
+                    f"the store cannot take traces now, holding them: {response.message}",
+                    throttle_duration_sec=10.0)
+                time.sleep(RETRY_S)
+                continue
             else:
                 self.rejected += len(traces)
                 self.get_logger().error(
                     f"the store refused {len(traces)} traces: {response.message}")
             return
+        self.get_logger().error(f"stopped before the store took {len(traces)} traces")
 
     def close(self) -> None:
         """Hand over what is still queued (bounded wait), then stop the worker."""
         deadline = time.monotonic() + self.call_timeout_s
-        while self.queue and time.monotonic() < deadline:
+        while (self.queue or self.in_hand) and time.monotonic() < deadline:
             time.sleep(0.05)
         self._stop = True
         with self.wake:

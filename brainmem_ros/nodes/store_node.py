@@ -1,53 +1,92 @@
 """store_node: owns working and long-term memory and serves every memory service.
 
-Each service answers ``success: false`` with a message for a bad request; nothing a caller sends can
-raise through rclpy or stop the node. Working memory is snapshotted on a timer and at shutdown.
+A managed (lifecycle) node, as the servers of a nav2 stack are: configure opens the store and the
+model, activate starts serving, deactivate stops serving and flushes what lives only in RAM, cleanup
+closes the store, shutdown from any state loses nothing acknowledged. With ``autostart`` (the
+default) it configures and activates itself at start, so plain ``ros2 launch`` and ``brainmem-ros
+bringup`` need no lifecycle manager; a failure then stops the process with the reason. Without it,
+a failed transition leaves the node up in its previous state, saying why on ``/diagnostics``.
+
+Each service answers ``success: false`` with a message for a bad request, and while the node is not
+active; nothing a caller sends can raise through rclpy or stop the node. It publishes its health on
+``/diagnostics`` and what the robot remembers on the map as latched markers.
 """
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import traceback
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import MarkerArray
 
-from brainmem_ros.nodes import names
 from brainmem_ros.core.embedding import Embedder
-from brainmem_ros.core.errors import BrainMemError, InvalidRequest
+from brainmem_ros.core.errors import (BrainMemError, InvalidRequest, NotServing, StoreUnavailable,
+                                      TimeUnavailable)
+from brainmem_ros.core.health import StoreHealth
+from brainmem_ros.core.landmarks import landmarks
 from brainmem_ros.core.memory import BrainMemory
+from brainmem_ros.core.retrieval import trace_as_entry
+from brainmem_ros.core.trace import GoalStatus
 from brainmem_ros.msg import Goal as GoalMsg
 from brainmem_ros.nodes import conversions as cv
+from brainmem_ros.nodes import names
+from brainmem_ros.nodes.diagnostics import DiagnosticsPublisher
+from brainmem_ros.nodes.markers import landmark_markers
 from brainmem_ros.nodes.parameters import declare, declare_memory_parameters, guard_parameters
 from brainmem_ros.nodes.runtime import BoundedCallbackGroup, node_clock, run
-from brainmem_ros.core.retrieval import trace_as_entry
+from brainmem_ros.nodes.serving import ServingGate
 from brainmem_ros.srv import (Consolidate, Forget, GetWorkingMemory, IngestTraces, ReportOutcome,
                               RetrieveMemory, StoreMemory, UpdateGoal)
-from brainmem_ros.core.trace import GoalStatus
 
 __all__ = ["StoreNode", "main"]
 
+SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+# Labels carry "how long ago": drawn again this often even when nothing changed.
+MARKER_REFRESH_S = 10.0
+# Refusals a sender should simply send again later.
+_TRY_AGAIN = (NotServing, StoreUnavailable, TimeUnavailable)
 
-class StoreNode(Node):
+
+class StoreNode(LifecycleNode):
 
     def __init__(self, embedder: Embedder | None = None, **kwargs):
         super().__init__("store_node", **kwargs)
         self.config = declare_memory_parameters(self)
-        depth = declare(self, "qos_depth", 100, "queue depth of the goal event topic", 1, 100000)
+        depth = declare(self, "qos_depth", 100,
+                        "goal events kept for late subscribers (transient local)", 1, 100000)
         service_depth = declare(
             self, "service_qos_depth", 100,
             "request/response queue depth of every service: under KEEP_LAST a response "
-            "overwritten before a slow "
-            "client took it is lost, so this must exceed the calls in flight from all clients", 1,
-            100000)
+            "overwritten before a slow client took it is lost, so this must exceed the calls in "
+            "flight from all clients", 1, 100000)
         snapshot_s = declare(self, "snapshot_period_s", 5.0,
                              "working-memory snapshot period, seconds", 0.1, 3600.0)
         concurrent = declare(
             self, "concurrent_retrievals", 2, "retrievals served side by side; the executor gets "
-            "two threads more, for writes and working-memory views", 1, 16, read_only=True)
-        self.executor_threads = concurrent + 2
-        self.memory = BrainMemory(self.config, embedder=embedder, clock=node_clock(self))
+            "three threads more, for writes, working-memory views and upkeep", 1, 16,
+            read_only=True)
+        autostart = declare(self, "autostart", True,
+                            "configure and activate at start; false: wait for lifecycle "
+                            "change_state, as under a lifecycle manager", read_only=True)
+        self.transition_timeout_s = declare(
+            self, "transition_timeout_s", 10.0,
+            "a transition waits this long for the requests being served", 0.1, 600.0)
+        marker_period_s = declare(self, "marker_period_s", 1.0,
+                                  "at most one MarkerArray per this many seconds", 0.1, 3600.0)
+        self.marker_limit = declare(self, "marker_max_things", 500,
+                                    "most remembered things drawn on the map", 1, 100000)
+        self.executor_threads = concurrent + 3
+        self._embedder = embedder
+        self.memory: BrainMemory | None = None
+        self.failure = ""  # why the last transition failed, until one succeeds
+        self.gate = ServingGate(self.get_name())
+        self._state_lock = threading.RLock()  # transitions against health checks
+        self._drawn = (-1, -float("inf"))  # (revision, steady time) of the last markers
         # Up to `concurrent_retrievals` readers (2 by default) and one writer at a time. A retrieval
         # of a new question spends most of its time in the model, outside the interpreter lock, so a
         # second one runs its Python meanwhile; more would crowd two cores and starve the writes
@@ -55,11 +94,18 @@ class StoreNode(Node):
         # messages takes tens of ms, which retrievals queued behind it used to wait out in full.
         reads = BoundedCallbackGroup(concurrent)
         writes, views = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.VOLATILE)
+        upkeep = MutuallyExclusiveCallbackGroup()
+        # Goal events are kept for a consolidation node that starts (or restarts) later.
+        latched = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         served = QoSProfile(depth=service_depth, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.VOLATILE)
-        self.goal_events = self.create_publisher(GoalMsg, names.GOAL_EVENT, qos)
+        self.goal_events = self.create_publisher(GoalMsg, names.GOAL_EVENT, latched)
+        # The map of what is remembered: the newest one kept for a viewer that opens later.
+        self.markers = self.create_lifecycle_publisher(
+            MarkerArray, names.MARKERS,
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.create_service(RetrieveMemory, names.RETRIEVE_MEMORY, self._guard(self.on_retrieve),
                             qos_profile=served, callback_group=reads)
         self.create_service(GetWorkingMemory, names.GET_WORKING_MEMORY,
@@ -75,9 +121,29 @@ class StoreNode(Node):
         ]:
             self.create_service(srv, name, self._guard(handler), qos_profile=served,
                                 callback_group=writes)
-        # Snapshots are upkeep, not memory: on the steady clock, so they run whatever /clock does.
-        self.create_timer(snapshot_s, self._snapshot, callback_group=writes,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # Upkeep runs on the steady clock, so it goes on whatever /clock does.
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(snapshot_s, self._snapshot, callback_group=writes, clock=steady)
+        self.create_timer(marker_period_s, self._draw_markers, callback_group=upkeep, clock=steady)
+        self.health = StoreHealth(self.config.health)
+        self.diagnostics = DiagnosticsPublisher(self, self._checks, self.config.health.period_s,
+                                                upkeep)
+        guard_parameters(self, self.config, self._apply)
+        if autostart:
+            if self.trigger_configure() != SUCCESS:
+                raise BrainMemError(self.failure or "configure failed (see the log)")
+            if self.trigger_activate() != SUCCESS:
+                raise BrainMemError(self.failure or "activate failed (see the log)")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._state_lock:
+            try:
+                self.memory = BrainMemory(self.config, embedder=self._embedder,
+                                          clock=node_clock(self))
+            except Exception as exc:  # the model, the file: the node stays up and says why
+                return self._failed("configure", exc)
+            self.failure, self.gate.state = "", "inactive"
         store = self.memory.store
         opened = ("created a new, empty"
                   if store.created_new else f"opened, {len(store)} long-term memories in the")
@@ -85,23 +151,118 @@ class StoreNode(Node):
                    if store.rebuilt_partitions else "")
         self.get_logger().info(
             f"{opened} memory store {store.path}{rebuilt}; embedder {self.memory.embedder.name}")
-        guard_parameters(self, self.config, self._apply)
+        return SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.gate.open()
+        self._drawn = (-1, -float("inf"))
+        self.get_logger().info("active: serving")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._close_gate("inactive")
+        with self._state_lock:
+            try:
+                self.memory.flush()
+            except Exception as exc:
+                return self._failed("deactivate", exc)
+        self.get_logger().info("inactive: not serving; access counts, index and snapshot flushed")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release("unconfigured")
+        self.get_logger().info("cleaned up: the memory store is closed")
+        return SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release("finalized")
+        return SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release("unconfigured")
+        return SUCCESS
+
+    def _failed(self, transition: str, exc: Exception) -> TransitionCallbackReturn:
+        self.failure = f"{transition} failed: {exc}"
+        self.get_logger().error(self.failure)
+        return FAILURE
+
+    def _close_gate(self, state: str) -> None:
+        if not self.gate.close(state, self.transition_timeout_s):
+            self.get_logger().warning(
+                f"requests still running after {self.transition_timeout_s:g} s; going on")
+
+    def _release(self, state: str) -> None:
+        """Stop serving and close the store (flushing it); safe to call in any state, twice."""
+        self._close_gate(state)
+        with self._state_lock:
+            memory, self.memory = self.memory, None
+            if memory is not None:
+                try:
+                    memory.close()
+                except Exception as exc:
+                    self.get_logger().error(f"closing the memory store: {exc}")
+
+    # -- upkeep ---------------------------------------------------------------------------------
+    def _checks(self):
+        with self._state_lock:
+            try:
+                now = self.memory.clock() if self.memory is not None else None
+            except TimeUnavailable:
+                now = None
+            return [self.health.check(self.memory, self.gate.state, self.failure, now)]
+
+    def _draw_markers(self) -> None:
+        if self.markers.get_subscription_count() == 0:
+            return  # nobody looks: drawn when someone subscribes
+        try:
+            with self.gate.enter():
+                revision, tick = self.memory.revision, time.monotonic()
+                if revision == self._drawn[0] and tick - self._drawn[1] < MARKER_REFRESH_S:
+                    return
+                marks = landmarks(self.memory, self.marker_limit)
+                self.markers.publish(
+                    landmark_markers(marks, self.memory.clock(), self.config.store.fixed_frame))
+                self._drawn = (revision, tick)
+        except BrainMemError:  # not active, or no time yet: drawn later
+            return
+        except Exception:
+            self.get_logger().error(f"drawing the markers failed:\n{traceback.format_exc()}",
+                                    throttle_duration_sec=30.0)
+
+    def _snapshot(self) -> None:
+        try:
+            with self.gate.enter():
+                self.memory.working.save()
+        except NotServing:
+            return
+        except OSError as exc:
+            self.get_logger().error(f"working-memory snapshot failed: {exc}",
+                                    throttle_duration_sec=30.0)
 
     def _apply(self, config) -> None:
-        self.config = config
-        self.memory.config = config
-        self.memory.retriever.config = config
+        with self._state_lock:
+            self.config = config
+            if self.memory is not None:
+                self.memory.config = config
+                self.memory.retriever.config = config
 
     def _guard(self, handler):
         """Every service answer carries success + message; no exception escapes into rclpy."""
 
         def call(request, response):
             try:
-                handler(request, response)
+                with self.gate.enter():
+                    handler(request, response)
                 response.success, response.message = True, ""
             except BrainMemError as exc:
                 response.success, response.message = False, str(exc)
-                self.get_logger().warning(f"{handler.__name__}: refused: {exc}")
+                if hasattr(response, "retry"):
+                    response.retry = isinstance(exc, _TRY_AGAIN)
+                if isinstance(exc, NotServing):  # every caller, every call, until activated
+                    self.get_logger().warning(f"refused: {exc}", throttle_duration_sec=5.0)
+                else:
+                    self.get_logger().warning(f"{handler.__name__}: refused: {exc}")
             except Exception as exc:
                 response.success = False
                 response.message = f"internal error: {type(exc).__name__}: {exc}"
@@ -188,14 +349,14 @@ class StoreNode(Node):
         response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
         response.traces = [cv.entry_to_msg(trace_as_entry(t)) for t in traces]
 
-    def _snapshot(self) -> None:
-        try:
-            self.memory.working.save()
-        except OSError as exc:
-            self.get_logger().error(f"working-memory snapshot failed: {exc}")
-
     def close(self) -> None:
-        self.memory.close()
+        """At process end: the shutdown transition (the store closes, nothing is lost)."""
+        if self.gate.state != "finalized":
+            try:
+                self.trigger_shutdown()
+            except Exception as exc:  # no transition from here: close the store all the same
+                self.get_logger().warning(f"shutdown transition: {exc}")
+        self._release("finalized")
 
 
 def main(args=None) -> int:

@@ -59,8 +59,9 @@ def test_the_store_serves_as_many_retrievals_at_once_as_configured(tmp_path):
         retrieve = next(s for s in node.services if s.srv_name == names.RETRIEVE_MEMORY)
         assert isinstance(retrieve.callback_group,
                           BoundedCallbackGroup) and retrieve.callback_group.limit == 3
-        assert executor_threads([node]) == 5  # and one each for writes and working-memory views
-        node.memory.close()
+        # and one each for writes, working-memory views and upkeep (markers, diagnostics)
+        assert executor_threads([node]) == 6
+        node.close()
         node.destroy_node()
     finally:
         rclpy.shutdown()

@@ -9,15 +9,17 @@ def test_public_names_are_pinned():
     assert brainmem_ros.__all__ == [
         "BrainMemError", "BrainMemory", "ConfigError", "EmbedderUnavailable", "Entry", "Event",
         "Goal", "GoalStatus", "HashingEmbedder", "InvalidRequest", "MemoryConfig",
-        "MiniLMEmbedder", "Position", "Recall", "Relation", "RetrievalRequest", "RetrievalResult",
-        "StoreUnavailable", "TimeUnavailable", "Trace", "TraceKind", "Zone", "__version__",
+        "MiniLMEmbedder", "NotServing", "Position", "Recall", "Relation", "RetrievalRequest",
+        "RetrievalResult", "StoreUnavailable", "TimeUnavailable", "Trace", "TraceKind", "Zone",
+        "__version__",
     ]  # yapf: disable
     for name in brainmem_ros.__all__:
         assert getattr(brainmem_ros, name) is not None
 
 
 def test_one_exception_tree():
-    for name in ("InvalidRequest", "StoreUnavailable", "EmbedderUnavailable", "ConfigError"):
+    for name in ("InvalidRequest", "StoreUnavailable", "EmbedderUnavailable", "ConfigError",
+                 "TimeUnavailable", "NotServing"):
         assert issubclass(getattr(brainmem_ros, name), brainmem_ros.BrainMemError)
 
 
@@ -30,7 +32,8 @@ def test_the_core_imports_and_runs_with_rclpy_made_unimportable():
     code = (
         "import importlib, pkgutil, sys\n"
         "for name in ('rclpy', 'rosidl_runtime_py', 'rpyutils', 'builtin_interfaces', 'std_msgs',"
-        " 'geometry_msgs', 'brainmem_ros.msg', 'brainmem_ros.srv'):\n"
+        " 'geometry_msgs', 'diagnostic_msgs', 'visualization_msgs', 'nav_msgs', 'lifecycle_msgs',"
+        " 'brainmem_ros.msg', 'brainmem_ros.srv'):\n"
         "    sys.modules[name] = None\n"
         "import brainmem_ros.core as core\n"
         "mods = [m.name for m in pkgutil.walk_packages(core.__path__, 'brainmem_ros.core.')]\n"

@@ -72,4 +72,4 @@ def trace_as_entry(trace: Trace) -> Entry:
                  relations=list(trace.relations), importance=trace.importance,
                  created=trace.timestamp, last_access=trace.timestamp, source=trace.source,
                  confidence=trace.confidence, location=trace.location, position=trace.position,
-                 warning=trace.success is False)
+                 warning=trace.success is False, frame=trace.frame)

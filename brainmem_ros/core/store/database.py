@@ -32,6 +32,9 @@ class Database:
 
     ``on_begin`` runs inside every write transaction right after BEGIN: buffered statistics (access
     counts) ride along with the next real write instead of costing a commit of their own.
+
+    ``revision`` counts committed transactions, so a view of the store (the map markers) knows
+    when to look again; ``write_error`` is why the last write failed, until one succeeds (health).
     """
 
     def __init__(self, path: Path, synchronous: str = "FULL"):
@@ -41,6 +44,8 @@ class Database:
         self.conn: Optional[sqlite3.Connection] = None
         self.identity: Optional[tuple[int, int]] = None
         self.on_begin: Callable[[sqlite3.Connection], None] = lambda conn: None
+        self.revision = 0
+        self.write_error: Optional[str] = None
 
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +104,11 @@ class Database:
         derivation row would otherwise look its entry up again).
         """
         with self.lock:
-            self.ensure_file()
+            try:
+                self.ensure_file()
+            except StoreUnavailable as exc:
+                self.write_error = str(exc)
+                raise
             if not check_references:  # a no-op inside a transaction: set before BEGIN, reset after
                 self.conn.execute("PRAGMA foreign_keys=OFF")
             try:
@@ -113,7 +122,8 @@ class Database:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot write to {self.path}: {exc}") from exc
+            self.write_error = f"cannot write to {self.path}: {exc}"
+            raise StoreUnavailable(self.write_error) from exc
         try:
             self.on_begin(self.conn)
             yield self.conn
@@ -122,9 +132,11 @@ class Database:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreUnavailable(
-                    f"write to {self.path} failed, nothing was changed: {exc}") from exc
+                self.write_error = f"write to {self.path} failed, nothing was changed: {exc}"
+                raise StoreUnavailable(self.write_error) from exc
             raise
+        self.revision += 1
+        self.write_error = None
 
     def read(self, sql: str, params=()) -> list:
         """All rows of one statement, under the store's lock."""

@@ -164,6 +164,9 @@ class LongTermStore:
                       subjects: Sequence[str]) -> dict[tuple[str, str], tuple[str, str]]:
         return self._reader.current_facts(agent_id, subjects)
 
+    def positioned(self, limit: int) -> list[tuple]:
+        return self._reader.positioned(limit)
+
     def scoring_inputs(self, rowids: Sequence[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
         return self._vectors.scoring_inputs(rowids)
 
@@ -212,6 +215,35 @@ class LongTermStore:
 
     def integrity(self) -> dict:
         return views.integrity(self._db, self._vectors)
+
+    def index_health(self) -> dict[str, int]:
+        return views.index_health(self._db, self._vectors)
+
+    def disk(self) -> dict:
+        return views.disk(self.path)
+
+    @property
+    def revision(self) -> int:
+        """Count committed writes since the store opened (a view compares it to redraw)."""
+        return self._db.revision
+
+    def probe_write(self) -> bool:
+        """Try a write that changes nothing; True if the store can write again.
+
+        After a failed write, health asks this (rarely) so that a disk made writable again reads
+        as healthy before the next real write comes.
+        """
+        try:
+            with self._db.transaction() as conn:
+                conn.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+            return True
+        except StoreUnavailable:
+            return False
+
+    @property
+    def write_error(self) -> Optional[str]:
+        """Why the last write failed, until a write succeeds; None when writes work."""
+        return self._db.write_error
 
     def archive_count(self) -> int:
         return self._archive.count()

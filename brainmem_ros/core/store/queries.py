@@ -177,6 +177,37 @@ class Reader:
             " AND (agent_id = ? OR shared = 1)",
             (agent_id,))}
 
+    def positioned(self, limit: int) -> list[tuple]:
+        """Return the newest current memories that carry a position, with what each is about.
+
+        One row per memory and subject: the subjects of its relations (``the butter is in the
+        fridge`` is about the butter), or its entities when it has no relation. Rows are
+        (agent, subject, x, y, z, frame, content, created, warning), newest memory first;
+        superseded memories are left out, so a fact that moved shows where the thing is now.
+        """
+        with self._db.lock:
+            rows = self._db.conn.execute(
+                "SELECT rowid, agent_id, x, y, z, frame, content, created, warning FROM entries"
+                " WHERE x IS NOT NULL AND superseded = 0 ORDER BY created DESC LIMIT ?",
+                (limit, )).fetchall()
+            if not rows:
+                return []
+            keys = [r[0] for r in rows]
+            marks = ",".join("?" * len(keys))
+            subjects: dict[int, list[str]] = defaultdict(list)
+            for entry, subject in self._db.conn.execute(
+                    f"SELECT entry, subject FROM relations WHERE entry IN ({marks})", keys):
+                subjects[entry].append(subject)
+            entities: dict[int, list[str]] = defaultdict(list)
+            for entry, entity in self._db.conn.execute(
+                    f"SELECT entry, entity FROM entry_entities WHERE entry IN ({marks})", keys):
+                entities[entry].append(entity)
+        out = []
+        for rowid, agent, x, y, z, frame, content, created, warning in rows:
+            for subject in dict.fromkeys(subjects.get(rowid) or entities.get(rowid) or []):
+                out.append((agent, subject, x, y, z or 0.0, frame, content, created, bool(warning)))
+        return out
+
     def current_facts(self, agent_id: str,
                       subjects: Sequence[str]) -> dict[tuple[str, str], tuple[str, str]]:
         """Map (subject, predicate) to (object, entry id) for the agent's current facts."""
