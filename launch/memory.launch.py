@@ -2,7 +2,7 @@
 
     ros2 launch brainmem_ros memory.launch.py [config:=FILE] [store:=PATH] [namespace:=NS]
                                               [use_sim_time:=true] [log_level:=info] [demo:=true]
-                                              [captions:=true]
+                                              [captions:=true] [fleet:=DSN]
 
 ``namespace`` puts every topic and service of the stack under it (``/NS/retrieve_memory``,
 ``/NS/brainmem/...``), so several robots' stacks share one domain. ``use_sim_time`` makes every node
@@ -43,6 +43,9 @@ def _nodes(context):
     shared = {"use_sim_time": sim_time}
     if store:
         shared["store.path"] = os.path.abspath(os.path.expanduser(store))
+    fleet = LaunchConfiguration("fleet").perform(context)
+    if fleet:
+        shared["fleet.dsn"] = fleet
     nodes = []
     for spec in stack(demo, captions):
         on_exit = [LogInfo(msg=f"{spec.name} exited: stopping the memory stack"),
@@ -71,6 +74,9 @@ def generate_launch_description():
         DeclareLaunchArgument("demo", default_value="false",
                               description="also start kitchen_sim_node and a scripted "
                               "planner_node (kitchen episodes)"),
+        DeclareLaunchArgument("fleet", default_value="",
+                              description="PostgreSQL connection string of the fleet's server "
+                              "(empty: this robot shares nothing)"),
         DeclareLaunchArgument("captions", default_value="false",
                               description="also start caption_node (captions placed at the "
                               "robot's pose become observations)"),

@@ -90,3 +90,33 @@ def make_memory(tmp_path):
     for memory in made:
         if memory.store._db.conn is not None:
             memory.close()
+
+
+@pytest.fixture(scope="module")
+def fleet_server():
+    """Start a real PostgreSQL server for a fleet with the project's command; stop it at the end.
+
+    Yields its folder; ``brainmem_ros.bringup.fleet_db.add_robot_dsn(folder, NAME)`` gives a robot
+    its role. Skipped, with the reason, where PostgreSQL's server is not installed.
+    """
+    from brainmem_ros.bringup import fleet_db
+    from brainmem_ros.core.errors import StoreUnavailable
+
+    try:
+        fleet_db.server_binaries()
+    except StoreUnavailable as exc:
+        pytest.skip(str(exc))
+    import shutil
+    import tempfile
+
+    # Not under pytest's folders: as root the server runs as ``postgres``, which must reach it.
+    folder = Path(tempfile.mkdtemp(prefix="brainmem-fleet-"))
+    fleet_db.start(folder, port=5432)
+    try:
+        yield folder
+    finally:
+        try:
+            fleet_db.stop(folder)
+        except StoreUnavailable:
+            pass  # a test stopped it already
+        shutil.rmtree(folder, ignore_errors=True)

@@ -30,11 +30,14 @@ __all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments"]
 
 
 def ros_arguments(config: Optional[Path], store: Optional[str], namespace: str = "",
-                  use_sim_time: bool = False, extra: Sequence[str] = ()) -> list[str]:
+                  use_sim_time: bool = False, extra: Sequence[str] = (),
+                  fleet: str = "") -> list[str]:
     """Return the ``--ros-args`` every node of the stack gets."""
     args = ["--ros-args", "--params-file", str(config or default_config())]
     if store:
         args += ["-p", f"store.path:={os.path.abspath(os.path.expanduser(store))}"]
+    if fleet:
+        args += ["-p", f"fleet.dsn:={fleet}"]
     if namespace:
         args += ["-r", f"__ns:={namespace}"]
     if use_sim_time:
@@ -54,7 +57,7 @@ def node_arguments(spec: NodeSpec) -> list[str]:
 def bringup(config: Optional[Path] = None, store: Optional[str] = None,
             ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
             demo: bool = False, namespace: str = "", use_sim_time: bool = False,
-            captions: bool = False) -> int:
+            captions: bool = False, fleet: str = "") -> int:
     """Run the stack's nodes in this process until a stop is asked for (``--one-process``)."""
     stop = hold()
     try:
@@ -74,11 +77,13 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
     config = config or default_config()
     try:
         core = MemoryConfig.from_yaml(config)
+        if fleet:
+            core = core.replace(**{"fleet.dsn": fleet})
         embedder = MiniLMEmbedder.configured(core.embedding)
     except BrainMemError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
         return 1
-    rclpy.init(args=ros_arguments(config, store, namespace, use_sim_time, extra_ros_args),
+    rclpy.init(args=ros_arguments(config, store, namespace, use_sim_time, extra_ros_args, fleet),
                signal_handler_options=SignalHandlerOptions.NO)
     nodes = []
     try:
@@ -127,7 +132,7 @@ def _node_class(name: str):
 def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None,
                       ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
                       demo: bool = False, namespace: str = "", use_sim_time: bool = False,
-                      captions: bool = False, start_timeout_s: float = 120.0,
+                      captions: bool = False, fleet: str = "", start_timeout_s: float = 120.0,
                       stop_timeout_s: float = 30.0) -> int:
     """Run each node of the stack in its own process (``python -m brainmem_ros.nodes NAME``).
 
@@ -140,7 +145,7 @@ def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None
     except ValueError as exc:
         print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
         return 2
-    args = ros_arguments(config, store, namespace, use_sim_time, extra_ros_args)
+    args = ros_arguments(config, store, namespace, use_sim_time, extra_ros_args, fleet)
     specs = stack(demo, captions)
     children: dict[str, subprocess.Popen] = {}
     failed = False

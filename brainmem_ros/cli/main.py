@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from brainmem_ros import __version__
+from brainmem_ros.cli.robot_verbs import add_robot_verbs
 from brainmem_ros.core.embedding import BACKENDS
 
 Verb = Callable[[argparse.Namespace], int]
@@ -63,6 +64,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.backend:
         config = config.replace(**{"embedding.backend": args.backend})
     embedder = MiniLMEmbedder.configured(config.embedding)
+    if args.fleet:
+        import json
+
+        from brainmem_ros.bench.fleet import bench_fleet, format_fleet
+
+        total = (args.sizes or [100000])[0]
+        report = bench_fleet(args.fleet, total, embedder, config, args.queries,
+                             progress=not args.quiet)
+        print(format_fleet(report))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=1))
+            print(f"report: {args.json}")
+        return 0
     report = run_bench(args.sizes or DEFAULT_SIZES, args.queries, args.json, embedder, config,
                        progress=not args.quiet, peers=args.peers, peer_max_size=args.peer_max_size)
     print(format_table(report))
@@ -86,7 +101,7 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
     start = bringup if args.one_process else bringup_processes
     return start(args.config, args.store, args.ready_file, args.ros_args, demo=args.demo,
                  namespace=args.namespace, use_sim_time=args.use_sim_time,
-                 captions=args.captions)
+                 captions=args.captions, fleet=args.fleet)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -158,7 +173,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             interruptions=args.interruptions, fold=args.fold, game_params=args.game_params or "",
             top_k=args.top_k, planner=args.planner, config_path=str(args.config
                                                                     or ""), lifelong=args.lifelong)
-        if args.via_ros:
+        if args.fleet:
+            from brainmem_ros.evaluation.fleet import evaluate_fleet, fleet_table
+
+            report = evaluate_fleet(settings, args.fleet, progress=not args.quiet)
+        elif args.via_ros:
             from brainmem_ros.evaluation.via_ros import evaluate_via_ros
 
             report = evaluate_via_ros(settings, progress=not args.quiet)
@@ -167,7 +186,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except (BrainMemError, ValueError) as exc:
         print(f"brainmem-ros eval: {exc}", file=sys.stderr)
         return 2
-    print(table(report))
+    print(fleet_table(report) if args.fleet else table(report))
     if args.json:
         write_json(report, str(args.json))
         print(f"report: {args.json}")
@@ -188,19 +207,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         return 2
     print(to_json(report) if args.json else describe(report))
     return 0 if report["integrity_ok"] else 1
-
-
-def _cmd_map(args: argparse.Namespace) -> int:
-    from brainmem_ros.bringup.node_table import check_namespace
-    from brainmem_ros.inspection.map_view import draw_markers, latest_markers
-
-    try:
-        markers = latest_markers(check_namespace(args.namespace), args.timeout)
-    except (TimeoutError, ValueError) as exc:
-        print(f"brainmem-ros map: {exc}", file=sys.stderr)
-        return 2
-    print(f"map: {draw_markers(markers, args.png)}")
-    return 0
 
 
 def _cmd_loadtest(args: argparse.Namespace) -> int:
@@ -276,6 +282,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     bench.add_argument("--backend", choices=BACKENDS, default=None, help="embedding backend")
     bench.add_argument("--quiet", action="store_true", help="no progress bars")
     bench.add_argument(
+        "--fleet", type=int, default=0, metavar="N",
+        help="instead: N robots share the first --sizes memories through a PostgreSQL server "
+        "started for the run (push, pull, server disk, sync lag, retrieval with and without)")
+    bench.add_argument(
         "--peers", type=_peers, default=(), metavar="chromadb,qdrant",
         help="also measure these stores on the same data (installed by `make peers`)")
     bench.add_argument("--peer-max-size", type=int, default=100000, metavar="N",
@@ -306,6 +316,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                     "at the pose on 'pose' or 'odom', become observations")
     up.add_argument("--namespace", default="", metavar="NS",
                     help="put every topic and service of the stack under /NS (robots side by side)")
+    up.add_argument("--fleet", default="", metavar="DSN",
+                    help="share memories with a fleet through this PostgreSQL server "
+                    "(brainmem-ros fleet-db robot NAME prints one)")
     up.add_argument("--use-sim-time", action="store_true",
                     help="the nodes take their time from /clock (a simulator, or replay --clock)")
     up.add_argument("--one-process", action="store_true",
@@ -353,6 +366,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     ev.add_argument(
         "--lifelong", action="store_true", help="one robot plays every seed in order, its memory "
         "kept from one to the next (brainmem; default: a fresh memory per seed)")
+    ev.add_argument(
+        "--fleet", type=int, default=0, metavar="N",
+        help="N robots play each seed in turn, isolated and sharing through a PostgreSQL server "
+        "started for the run (brainmem only; use --game-params hazard_rate=1.0)")
     ev.add_argument("--max-steps", type=int, default=100,
                     help="step budget per episode, the same for every condition")
     ev.add_argument("--top-k", type=int, default=5,
@@ -379,12 +396,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                      help="machine-readable: ids, counts, integrity_ok, ...")
     handlers["inspect"] = _cmd_inspect
 
-    mp = verbs.add_parser(
-        "map", help="draw what a running store_node remembers on the map (its markers) to a PNG")
-    mp.add_argument("--png", type=Path, default=Path("results/map.png"))
-    mp.add_argument("--namespace", default="", metavar="NS", help="the stack's namespace")
-    mp.add_argument("--timeout", type=float, default=10.0, help="wait for the markers, seconds")
-    handlers["map"] = _cmd_map
+    add_robot_verbs(verbs, handlers)
 
     lt = verbs.add_parser(
         "loadtest", help="N client processes on /retrieve_memory while observations stream in")

@@ -233,6 +233,22 @@ class HealthSection:
                           0.0, 1e9)
 
 
+@dataclass(frozen=True)
+class FleetSection:
+    dsn: str = p("", "PostgreSQL connection string of the fleet's server (put the password in a "
+                 "passfile, as brainmem-ros fleet-db robot does); empty: no fleet")
+    kinds: list = p(["fact", "procedure", "warning", "completed_goal"],
+                    "what this robot shares: fact, procedure, warning, completed_goal, episode, "
+                    "goal (never working-memory traces)")
+    agents: list = p([], "agents whose memories are shared; empty: every agent")
+    share_with: list = p([], "robots that may read what this robot shares; empty: the whole "
+                         "fleet")
+    period_s: float = p(1.0, "push and pull period, seconds", 0.05, 3600.0)
+    batch: int = p(500, "most changes pushed or pulled in one round trip", 1, 100000)
+    timeout_s: float = p(5.0, "connect and statement timeout against the server, seconds", 0.1,
+                         600.0)
+
+
 SECTIONS = {
     "store": StoreSection,
     "embedding": EmbeddingSection,
@@ -243,6 +259,7 @@ SECTIONS = {
     "retrieval": RetrievalSection,
     "forgetting": ForgettingSection,
     "health": HealthSection,
+    "fleet": FleetSection,
 }
 
 
@@ -299,6 +316,7 @@ class MemoryConfig:
     retrieval: RetrievalSection = field(default_factory=RetrievalSection)
     forgetting: ForgettingSection = field(default_factory=ForgettingSection)
     health: HealthSection = field(default_factory=HealthSection)
+    fleet: FleetSection = field(default_factory=FleetSection)
 
     @classmethod
     def from_flat(cls, values: dict[str, Any]) -> "MemoryConfig":

@@ -30,7 +30,7 @@ from brainmem_ros.core.trace import (Entry, Goal, GoalStatus, Relation, Trace, T
                                      new_id)
 from brainmem_ros.core.working_memory import AgentWorkingMemory
 
-__all__ = ["ConsolidationReport", "Consolidator", "fact_sentence", "goal_key"]
+__all__ = ["ConsolidationReport", "Consolidator", "fact_sentence", "goal_key", "COMPLETED_GOAL"]
 
 
 @dataclass
@@ -52,6 +52,10 @@ def fact_sentence(rel: Relation) -> str:
 
 def goal_key(description: str) -> str:
     return re.sub(r"\W+", " ", description.lower()).strip()
+
+
+# How the record of a completed goal begins (the fleet shares these by default).
+COMPLETED_GOAL = "goal completed:"
 
 
 def _new_id(zone: Zone) -> str:
@@ -207,9 +211,9 @@ class Consolidator:
                 texts_to_embed.append((warn, f"{goal.description}. {text}"))
                 warnings += 1
         if goal.status in (GoalStatus.COMPLETED, GoalStatus.FAILED):
-            verb = "completed" if goal.status is GoalStatus.COMPLETED else "failed"
+            said = COMPLETED_GOAL if goal.status is GoalStatus.COMPLETED else "goal failed:"
             record = Entry(agent_id=wm.agent_id, zone=Zone.GOAL,
-                           content=f"goal {verb}: {goal.description}", embedding=None,
+                           content=f"{said} {goal.description}", embedding=None,
                            importance=0.6, created=now, source="goal",
                            goal_key=goal_key(goal.description), id=_new_id(Zone.GOAL))
             entries.append(record)

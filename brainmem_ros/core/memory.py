@@ -20,6 +20,7 @@ from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
 from brainmem_ros.core.encoding import Encoder, EncodingContext, Event
 from brainmem_ros.core.errors import InvalidRequest, StoreUnavailable
 from brainmem_ros.core.extraction import Vocabulary, extract
+from brainmem_ros.core.fleet import FleetSync, SharePolicy
 from brainmem_ros.core.forgetting import ForgettingReport, decayed_importance, forget
 from brainmem_ros.core.importance import after_outcome
 from brainmem_ros.core.latency import LatencyWindow
@@ -51,7 +52,8 @@ class BrainMemory:
         if store_path is not None:
             self.config = self.config.replace(**{"store.path": str(store_path)})
         self.embedder = embedder or MiniLMEmbedder.configured(self.config.embedding)
-        s = self.config.store
+        s, fleet = self.config.store, self.config.fleet
+        shares = SharePolicy(fleet.kinds, fleet.agents) if fleet.dsn else None
         self.store = LongTermStore(
             s.path, dim=self.embedder.dim,
             index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction,
@@ -59,7 +61,8 @@ class BrainMemory:
                                 s.hnsw_history_m, s.hnsw_history_ef_construction, s.hnsw_large_rows,
                                 s.hnsw_large_m), synchronous=s.synchronous,
             index_save_every=s.index_save_every, model_name=self.embedder.name,
-            embedding_precision=s.embedding_precision, clock=clock, fixed_frame=s.fixed_frame)
+            embedding_precision=s.embedding_precision, clock=clock, fixed_frame=s.fixed_frame,
+            shares=shares)
         self.vocabulary = Vocabulary.with_extra(self.config.encoding.entities,
                                                 self.config.encoding.places)
         snapshot = self.config.working.snapshot_path or f"{self.store.path}.working.json"
@@ -75,6 +78,13 @@ class BrainMemory:
         # robot's time) with what it did.
         self.retrieval_latency = LatencyWindow()
         self.passes: dict[str, tuple[float, dict]] = {}
+        # Shared memories go to the fleet's server and come from it on a thread of their own.
+        self.fleet: Optional[FleetSync] = None
+        if fleet.dsn:
+            self.fleet = FleetSync(self.store, fleet, self.embedder.name, self.embedder.dim, clock,
+                                   self.config.encoding.functional_predicates,
+                                   self.config.encoding.max_future_s)
+            self.fleet.start()
         # The same lock as working memory's own: readers (the snapshot, get_working_memory) iterate
         # an agent's traces under it, so ingest and consolidation must change them under it too.
         self._lock = self.working.lock
@@ -353,6 +363,8 @@ class BrainMemory:
         self.store.save_index()
 
     def close(self) -> None:
+        if self.fleet is not None:
+            self.fleet.stop()
         self.working.save()
         self.store.close()
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from brainmem_ros.core.trace import Recall, Zone
+from brainmem_ros.core.trace import Entry, Recall, Zone
 
-__all__ = ["TEMPLATES", "TaskState", "render", "render_merged", "splice_task_section", "time_ago"]
+__all__ = [
+    "TEMPLATES", "TaskState", "render", "render_merged", "splice_task_section", "time_ago", "said"
+]
 
 TEMPLATES = {
     "en": {
@@ -38,6 +40,7 @@ TEMPLATES = {
         "d": "{n} days ago",
         "success": " (success)",
         "failure": " (failure)",
+        "found": "{origin} found: {text}",
     },
     "zh": {
         "memories": "## 相关记忆回顾",
@@ -62,6 +65,7 @@ TEMPLATES = {
         "d": "{n}天前",
         "success": "（成功）",
         "failure": "（失败）",
+        "found": "{origin}发现：{text}",
     },
 }
 
@@ -94,6 +98,13 @@ def _sentence(text: str, language: str = "en") -> str:
     return text if ended else text + ("。" if language == "zh" else ".")
 
 
+def said(entry: Entry, language: str = "en") -> str:
+    """Return what a memory says, with the robot that found it when it came from the fleet."""
+    if not entry.origin:
+        return entry.content
+    return TEMPLATES[language]["found"].format(origin=entry.origin, text=entry.content)
+
+
 def render(recalls: Sequence[Recall], warnings: Sequence[str], task: TaskState, now: float,
            language: str = "en") -> str:
     t = TEMPLATES[language]
@@ -101,19 +112,20 @@ def render(recalls: Sequence[Recall], warnings: Sequence[str], task: TaskState, 
     lines += [t["warning"].format(text=_sentence(w, language)) for w in warnings]
     for recall in recalls:
         entry = recall.entry
-        if entry.warning and entry.content in warnings:
+        text = _sentence(said(entry, language), language)
+        if entry.warning and said(entry, language) in warnings:
             continue
         if entry.warning:
-            lines.append(t["warning"].format(text=_sentence(entry.content, language)))
+            lines.append(t["warning"].format(text=text))
         elif entry.zone is Zone.SEMANTIC:
-            lines.append(t["fact"].format(text=_sentence(entry.content, language)))
+            lines.append(t["fact"].format(text=text))
         elif entry.zone is Zone.PROCEDURAL:
-            lines.append(t["procedure"].format(text=_sentence(entry.content, language)))
+            lines.append(t["procedure"].format(text=text))
         elif entry.zone is Zone.GOAL:
-            lines.append(t["goal"].format(text=_sentence(entry.content, language)))
+            lines.append(t["goal"].format(text=text))
         else:
             lines.append(t["episode"].format(ago=time_ago(now - entry.created, language),
-                                             text=_sentence(entry.content, language)))
+                                             text=text))
     if len(lines) == 1:
         lines.append(t["none"])
     lines.append(t["task"])

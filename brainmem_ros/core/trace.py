@@ -122,6 +122,7 @@ class Entry:
     derived_from: list[str] = field(default_factory=list)
     id: str = ""
     frame: str = ""  # the frame of ``position``
+    origin: str = ""  # the robot that learned it, for a memory shared by the fleet; "" for our own
 
 
 @dataclass

@@ -54,6 +54,7 @@ class AgentWorkingMemory:
         self.stack: list[Goal] = []
         self.goal_actions: dict[str, list[tuple[str, bool]]] = {}
         self.new_since_consolidation = 0
+        self.newest = 0.0  # stamp of the newest trace taken, kept when consolidation moves it
 
     def view(self) -> "AgentWorkingMemory":
         """Copy this working memory for a reader that works without the lock.
@@ -73,6 +74,7 @@ class AgentWorkingMemory:
         # Only the goals on the stack: the prompt lists the done steps of those alone.
         copy.goal_actions = {g.id: list(self.goal_actions.get(g.id, ())) for g in copy.stack}
         copy.new_since_consolidation = self.new_since_consolidation
+        copy.newest = self.newest
         return copy
 
     # -- traces --------------------------------------------------------------------------------
@@ -80,6 +82,7 @@ class AgentWorkingMemory:
         trace.id = trace.id or new_id("wrk")
         self.traces.append(trace)
         self.new_since_consolidation += 1
+        self.newest = max(self.newest, trace.timestamp)
         if trace.kind is TraceKind.ACTION:
             self.actions.append(trace)
             goal_id = trace.goal_id or (self.active_goal().id if self.active_goal() else "")

@@ -20,6 +20,7 @@ class InProcessMemory:
     """
 
     started = 0.0
+    last_recalled: list = []  # the entries the last recall returned, warnings too (fleet eval)
 
     def __init__(self, memory: BrainMemory, agent_id: str = "robot", top_k: int = 5,
                  prompt_limit: int = 16):
@@ -44,12 +45,14 @@ class InProcessMemory:
             self.memory.observe(self.agent_id, text)
 
     def recall(self, queries: Sequence[str], context: str) -> str:
-        results = []
+        results, recalled = [], []
         for query in queries:
             r = self.memory.retrieve(
                 RetrievalRequest(self.agent_id, query, context=context, top_k=self.top_k,
                                  include_working=True, since=self.started))
             results.append((r.recalls, r.warnings))
+            recalled += [recall.entry for recall in r.recalls] + r.warning_entries
+        self.last_recalled = recalled
         wm = self.memory.working.agents.get(self.agent_id)
         return render_merged(results, self.memory.retriever.task_state(wm), self.memory.clock(),
                              self.memory.config.retrieval.language, self.prompt_limit)

@@ -5,10 +5,13 @@ from pathlib import Path
 
 __all__ = ["plot_eval"]
 
-_COLORS = {"window": "#b0b0b0", "brainmem": "#2b7bba", "full": "#7a7a7a"}
+_COLORS = {"window": "#b0b0b0", "brainmem": "#2b7bba", "full": "#7a7a7a",
+           "isolated": "#b0b0b0", "fleet": "#2b7bba"}
 _METRICS = [("success_rate", "task success"),
             ("interruption_recovery_rate", "interruption recovery"),
-            ("repeat_failure_rate", "repeat of a known failure")]
+            ("repeat_failure_rate", "repeat of a known failure"),
+            ("success_rate_later_robots", "success,\nrobots 2..N"),
+            ("fleet_repeat_failure_rate", "another robot's\nfailure repeated")]
 
 
 def plot_eval(reports: list[dict], path: Path) -> Path:
@@ -37,6 +40,7 @@ def plot_eval(reports: list[dict], path: Path) -> Path:
         title += f", K={cfg['window']}" + (", interruptions" if cfg["interruptions"] else "")
         title += f", {cfg['attempts']} attempts" if cfg["attempts"] > 1 else ""
         title += ", lifelong memory" if cfg.get("lifelong") else ""
+        title += f", {cfg['robots']} robots in turn" if cfg.get("robots") else ""
         ax.set(xticks=range(len(metrics)), xticklabels=[label for _, label in metrics],
                ylim=(0, 128), ylabel="% of episodes", title=title)
         ax.grid(True, axis="y", alpha=0.3)

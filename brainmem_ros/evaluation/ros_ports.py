@@ -145,9 +145,7 @@ class RosMemory:
             self.actions, self.msg["ActionResult"](agent_id=self.agent_id, action=action,
                                                    success=success, result=result[:4000]))
         if self.sync:
-            self._await(lambda wm: any(
-                abs(from_time(a.header.stamp) - stamp) < 1e-5 and a.action == action
-                for a in wm.recent_actions[-5:]))
+            self._await(lambda wm: from_time(wm.newest_event) >= stamp - 1e-6)
 
     def observe(self, text: str) -> None:
         from brainmem_ros.nodes.conversions import from_time
@@ -158,16 +156,14 @@ class RosMemory:
             self.observations, self.msg["Observation"](agent_id=self.agent_id, text=text[:4000],
                                                        source="environment", confidence=1.0))
         if self.sync:
-            self._await(lambda wm: any(
-                abs(from_time(t.created) - stamp) < 1e-5 and t.content == text[:4000]
-                for t in wm.traces[:5]))
+            self._await(lambda wm: from_time(wm.newest_event) >= stamp - 1e-6)
 
     def _await(self, seen) -> None:
         GetWorkingMemory = self.srv["GetWorkingMemory"]
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
-            wm = _call(self.working, GetWorkingMemory.Request(agent_id=self.agent_id),
-                       self.timeout_s)
+            wm = _call(self.working, GetWorkingMemory.Request(agent_id=self.agent_id,
+                                                              max_traces=1), self.timeout_s)
             if seen(wm):
                 return
             time.sleep(0.005)

@@ -150,6 +150,7 @@ def entry_to_msg(entry: Entry, recall: Optional[Recall] = None,
     msg.created, msg.last_access = to_time(entry.created), to_time(entry.last_access)
     msg.position, msg.has_position = _point(entry.position)
     msg.frame_id = entry.frame
+    msg.origin = entry.origin
     if recall is not None:
         msg.score, msg.routes = float(recall.score), list(recall.routes)
     return msg

@@ -210,7 +210,10 @@ class StoreNode(LifecycleNode):
                 now = self.memory.clock() if self.memory is not None else None
             except TimeUnavailable:
                 now = None
-            return [self.health.check(self.memory, self.gate.state, self.failure, now)]
+            checks = [self.health.check(self.memory, self.gate.state, self.failure, now)]
+            if self.memory is not None and self.memory.fleet is not None:
+                checks.append(self.memory.fleet.check())
+            return checks
 
     def _draw_markers(self) -> None:
         if self.markers.get_subscription_count() == 0:
@@ -348,6 +351,7 @@ class StoreNode(LifecycleNode):
         response.environment = [cv.entity_state_to_msg(s) for s in wm.environment.values()]
         response.recent_actions = [cv.action_to_msg(t) for t in wm.actions]
         response.traces = [cv.entry_to_msg(trace_as_entry(t)) for t in traces]
+        response.newest_event = cv.to_time(wm.newest)
 
     def close(self) -> None:
         """At process end: the shutdown transition (the store closes, nothing is lost)."""

@@ -98,6 +98,10 @@ class Belief:
         return False
 
 
+# "robot2 found: ..." on a memory shared by the fleet (core.prompt.said).
+_FOUND_BY = re.compile(r"^((?:Warning|Fact|Procedure|Goal history): )?[a-z_][a-z0-9_]* found: ")
+
+
 def memory_events(prompt: str) -> list[Event]:
     """Return the memory prompt as events, oldest first (the prompt lists episodes newest first)."""
     if not prompt.strip():
@@ -119,6 +123,7 @@ def memory_events(prompt: str) -> list[Event]:
     events = []
     for item in reversed(items):
         item = re.sub(r"\s*\((?:success|failure)\)\.?\s*$", "", item.rstrip())
+        item = _FOUND_BY.sub(r"\1", item)  # what another robot found reads as what was found
         if item.startswith("Warning: "):
             events.append(Event(item[len("Warning: "):], warning=True, failed=True))
         elif item.startswith(("Fact: ", "Procedure: ", "Goal history: ")):

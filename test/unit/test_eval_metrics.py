@@ -75,3 +75,19 @@ def test_seed_ranges(text, seeds):
 def test_bad_seed_ranges(text):
     with pytest.raises(ValueError):
         parse_seeds(text)
+
+
+def test_the_fleet_repeat_rate_counts_a_robots_failure_another_robot_had_already_met():
+    from brainmem_ros.evaluation.fleet import fleet_repeat_failure_rate
+
+    def turn(seed, robot, failure=""):
+        return EpisodeRecord("kitchen", "fleet", seed, robot, "t", not failure, bool(failure),
+                             failure, 5, False, False)
+
+    episodes = [
+        turn(0, 0, "hazard:stove"), turn(0, 1, "hazard:stove"), turn(0, 2),  # 1 of 2 repeats
+        turn(1, 0), turn(1, 1, "hazard:sink"),  # nobody had failed on seed 1 before: not counted
+        turn(2, 0, "hazard:oven"), turn(2, 1, "hazard:knife"),  # a new failure is no repeat
+    ]
+    assert fleet_repeat_failure_rate(episodes) == 1 / 3
+    assert fleet_repeat_failure_rate([turn(0, 0)]) is None

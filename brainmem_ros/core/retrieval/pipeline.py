@@ -25,7 +25,7 @@ from brainmem_ros.core.embedding import Embedder
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.extraction import Vocabulary, extract
 from brainmem_ros.core.importance import after_access
-from brainmem_ros.core.prompt import TaskState, render
+from brainmem_ros.core.prompt import TaskState, render, said
 from brainmem_ros.core.retrieval.candidates import Candidate
 from brainmem_ros.core.retrieval.request import RetrievalRequest, RetrievalResult, validate
 from brainmem_ros.core.retrieval.rerank import rank
@@ -107,8 +107,9 @@ class Retriever:
         ranked = rank(candidates, q, ctx_vec, working, req, top_k, now, self.config, self.store)
         recalls = [recall for recall, _ in ranked]
         clock.lap("rank")
-        warnings = warnings_for(self.store, cfg, req.agent_id, q, ctx_vec, working,
-                                set(query_entities) | set(context_entities), zones)
+        warned = warnings_for(self.store, cfg, req.agent_id, q, ctx_vec, working,
+                              set(query_entities) | set(context_entities), zones)
+        warnings = [said(w, cfg.language) for w in warned]
         clock.lap("warn")
 
         stored = [(rowid, recall.importance_now) for recall, rowid in ranked if rowid is not None]
@@ -118,7 +119,7 @@ class Retriever:
                                                   self.config.importance).tolist(), now)
         prompt = render(recalls, warnings, self.task_state(working), now, cfg.language)
         clock.lap("format")
-        return RetrievalResult(recalls, prompt, warnings, clock.laps)
+        return RetrievalResult(recalls, prompt, warnings, clock.laps, warned)
 
     def _check_frame_known(self, agent_id: str, frame: str,
                            working: Optional[AgentWorkingMemory]) -> None:

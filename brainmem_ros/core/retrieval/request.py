@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 from brainmem_ros.core.config import MemoryConfig
 from brainmem_ros.core.errors import InvalidRequest
-from brainmem_ros.core.trace import LONG_TERM_ZONES, Position, Recall, Zone
+from brainmem_ros.core.trace import LONG_TERM_ZONES, Entry, Position, Recall, Zone
 from brainmem_ros.core.validation import check_agent, check_frame, check_text
 
 __all__ = ["RetrievalRequest", "RetrievalResult", "parse_zones", "validate"]
@@ -36,6 +36,7 @@ class RetrievalResult:
     prompt: str
     warnings: list[str]
     timings_ms: dict = field(default_factory=dict)
+    warning_entries: list[Entry] = field(default_factory=list)  # what ``warnings`` say
 
 
 def parse_zones(zones: Sequence[str]) -> tuple[list[Zone], bool]:

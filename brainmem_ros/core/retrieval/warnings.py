@@ -12,9 +12,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from brainmem_ros.core.config import RetrievalSection
+from brainmem_ros.core.prompt import said
 from brainmem_ros.core.retrieval.candidates import trace_as_entry
 from brainmem_ros.core.store import LongTermStore
-from brainmem_ros.core.trace import TraceKind, Zone
+from brainmem_ros.core.trace import Entry, TraceKind, Zone
 from brainmem_ros.core.working_memory import AgentWorkingMemory
 
 __all__ = ["warnings_for", "MAX_WARNINGS"]
@@ -24,10 +25,10 @@ MAX_WARNINGS = 3
 
 def warnings_for(store: LongTermStore, cfg: RetrievalSection, agent: str, q: np.ndarray,
                  ctx_vec: Optional[np.ndarray], working: Optional[AgentWorkingMemory],
-                 entities: set[str], zones: Sequence[Zone]) -> list[str]:
-    """Return the texts of the most similar past failures, most similar first.
+                 entities: set[str], zones: Sequence[Zone]) -> list[Entry]:
+    """Return the most similar past failures, most similar first, at most ``MAX_WARNINGS``.
 
-    The texts of the most similar past failures, most similar first, at most ``MAX_WARNINGS``.
+    One per text (the same failure remembered twice is said once).
     """
     pool = store.warnings(agent) if zones else []
     if working is not None:
@@ -45,6 +46,7 @@ def warnings_for(store: LongTermStore, cfg: RetrievalSection, agent: str, q: np.
         overlap = bool(entities & set(w.entities))
         if sims[i] >= cfg.warning_similarity or (overlap and sims[i] >= cfg.warning_similarity -
                                                  cfg.warning_overlap_margin):
-            hits.append((float(sims[i]), w.content))
+            hits.append((float(sims[i]), w))
     hits.sort(key=lambda h: -h[0])
-    return list(dict.fromkeys(text for _, text in hits))[:MAX_WARNINGS]
+    return list({said(w, cfg.language): w for _, w in reversed(hits)}.values())[::-1][
+        :MAX_WARNINGS]

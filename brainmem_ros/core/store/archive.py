@@ -7,11 +7,12 @@ of the row in the ``archive`` table) unless ``forgetting.hard_delete`` is set.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 from brainmem_ros.core.clock import Clock
 from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.store.database import Database
+from brainmem_ros.core.store.outbox import Outbox
 from brainmem_ros.core.store.partitions import VectorPartitions, owner
 from brainmem_ros.core.store.terms import TermCounts
 
@@ -21,14 +22,22 @@ __all__ = ["Archive"]
 class Archive:
     """Removes rows from SQLite, the partitions and the term counts together."""
 
-    def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts, clock: Clock):
+    def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts, clock: Clock,
+                 outbox: Outbox):
         self._db = db
+        self._outbox = outbox
         self._clock = clock
         self._vectors = vectors
         self._terms = terms
 
-    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = ()) -> int:
-        """Delete an agent's entries by id or by entity, and what was derived from them."""
+    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = (),
+               within: Optional[Callable] = None, missing_ok: bool = False) -> int:
+        """Delete an agent's entries by id or by entity, and what was derived from them.
+
+        What was shared with the fleet leaves a tombstone in the outbox, in the same transaction;
+        ``within(conn)`` runs in it last. ``missing_ok``: ids not found are not an error (a
+        tombstone for a memory never taken).
+        """
         if not agent_id:
             raise InvalidRequest("explicit deletion needs an agent_id")
         dropped: list[tuple[str, str]] = []
@@ -39,7 +48,7 @@ class Archive:
                     "SELECT rowid, id FROM entries WHERE agent_id = ? AND id IN "
                     f"({','.join('?' * len(ids))})", [agent_id, *ids]).fetchall()
                 missing = set(ids) - {r[1] for r in found}
-                if missing:
+                if missing and not missing_ok:
                     raise InvalidRequest(
                         f"no memory of agent {agent_id!r} with id(s): {', '.join(sorted(missing))}")
                 rowids |= {r[0] for r in found}
@@ -67,7 +76,14 @@ class Archive:
                 }
                 frontier = derived - rowids
                 rowids |= frontier
+            if rowids:
+                marks = ",".join("?" * len(rowids))
+                self._outbox.enqueue_tombstones(conn, conn.execute(
+                    f"SELECT id, agent_id FROM entries WHERE rowid IN ({marks})",
+                    list(rowids)).fetchall())
             reopened = _drop_rows(conn, rowids, dropped)
+            if within is not None:
+                within(conn)
         self._terms.count(dropped, -1)
         self._vectors.remove(rowids)
         for rowid in reopened:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from brainmem_ros.core.store.blobs import VectorCodec
 from brainmem_ros.core.store.database import Database
 from brainmem_ros.core.store.graph import IndexSettings
 from brainmem_ros.core.store.journal import Journal
+from brainmem_ros.core.store.outbox import Outbox
 from brainmem_ros.core.store.partitions import VectorPartitions, owner
 from brainmem_ros.core.store.queries import Reader
 from brainmem_ros.core.store.schema import create_schema
@@ -39,8 +40,11 @@ class LongTermStore:
     def __init__(self, path: str | Path, dim: int = 384, index: IndexSettings | None = None,
                  synchronous: str = "FULL", index_save_every: int = 5000, model_name: str = "",
                  embedding_precision: str = "float16", clock: Clock = wall_clock,
-                 fixed_frame: str = "map"):
-        """Open (or create) the store at ``path``; ``clock`` stamps what is written."""
+                 fixed_frame: str = "map", shares: Optional[Callable[[Entry], bool]] = None):
+        """Open (or create) the store at ``path``; ``clock`` stamps what is written.
+
+        ``shares``: the fleet's policy, which memories go to the outbox (None: no fleet).
+        """
         self.path = Path(path).expanduser()
         self.clock = clock
         self.dim = dim
@@ -60,9 +64,10 @@ class LongTermStore:
                 raise
             raise StoreUnavailable(f"cannot open the memory store {self.path}: {exc}") from exc
         self._access = AccessLog(self._db, self._vectors, clock)
+        self.outbox = Outbox(self._db, shares)
         self._writer = Writer(self._db, self._vectors, self._terms, self._codec,
-                              per_row_fts_trigger, clock)
-        self._archive = Archive(self._db, self._vectors, self._terms, clock)
+                              per_row_fts_trigger, clock, self.outbox)
+        self._archive = Archive(self._db, self._vectors, self._terms, clock, self.outbox)
         self._journal = Journal(self._db)
         self._reader = Reader(self._db, self._vectors, self._terms, self._codec, self._access)
         self._load()
@@ -89,15 +94,15 @@ class LongTermStore:
     # -------------------------------------------------------------------------------------
     def add(
         self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state"),
-        journal_remove: Sequence[str] = ()
+        journal_remove: Sequence[str] = (), within: Optional[Callable] = None
     ) -> list[str]:
         """Store entries atomically; their ids once committed (``writes.Writer.add``)."""
-        return self._writer.add(entries, supersede, journal_remove)
+        return self._writer.add(entries, supersede, journal_remove, within)
 
     def strengthen(self, entry_id: str, importance: float, content: Optional[str] = None,
-                   embedding: Optional[np.ndarray] = None,
-                   confidence: Optional[float] = None) -> None:
-        self._writer.strengthen(entry_id, importance, content, embedding, confidence)
+                   embedding: Optional[np.ndarray] = None, confidence: Optional[float] = None,
+                   within: Optional[Callable] = None) -> None:
+        self._writer.strengthen(entry_id, importance, content, embedding, confidence, within)
 
     def set_importance(self, entry_ids: Sequence[str], importance: Sequence[float]) -> int:
         return self._writer.set_importance(entry_ids, importance)
@@ -111,8 +116,13 @@ class LongTermStore:
     def upsert_goal(self, goal) -> None:
         self._writer.upsert_goal(goal)
 
-    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = ()) -> int:
-        return self._archive.delete(agent_id, ids, entities)
+    def delete(self, agent_id: str, ids: Sequence[str] = (), entities: Sequence[str] = (),
+               within: Optional[Callable] = None, missing_ok: bool = False) -> int:
+        return self._archive.delete(agent_id, ids, entities, within, missing_ok)
+
+    def known(self, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` the store holds."""
+        return self._reader.known(ids)
 
     def archive_rows(self, rowids: Sequence[int], reason: str, hard_delete: bool) -> int:
         return self._archive.archive_rows(rowids, reason, hard_delete)
@@ -184,6 +194,9 @@ class LongTermStore:
 
     def procedure_for(self, agent_id: str, goal_key: str) -> Optional[Entry]:
         return self._reader.procedure_for(agent_id, goal_key)
+
+    def procedure_keyed(self, goal_key: str) -> Optional[Entry]:
+        return self._reader.procedure_keyed(goal_key)
 
     def procedures(self, agent_id: str) -> list[Entry]:
         return self._reader.procedures(agent_id)

@@ -230,6 +230,10 @@ class VectorPartitions:
     def owner_of(self, rowid: int) -> str:
         return self.where.get(rowid, ("", ""))[0]
 
+    def agents(self) -> set[str]:
+        """Return the agents with memories of their own in this store."""
+        return {who for who, _ in list(self.partitions) if who != SHARED_OWNER}
+
     # -- the background indexer ------------------------------------------------------------------
     def backlog(self) -> int:
         """Rows committed but not yet in a graph (searched exactly meanwhile)."""

@@ -29,7 +29,7 @@ GRAPH_SCAN = 32  # most recent mentions of an entity that graph recall looks at
 _COLUMNS = (
     "rowid, id, agent_id, shared, zone, content, importance, created, last_access, "
     "access_count, source, confidence, location, x, y, z, superseded, warning, strength, goal_key,"
-    " frame")
+    " frame, origin")
 
 
 def created_within(since: float, until: float, alias: str = "") -> tuple[str, list[float]]:
@@ -265,6 +265,14 @@ class Reader:
         by_id = {e.id: e for e in by_rowid.values()}
         return [by_id[i] for i in ids if i in by_id]
 
+    def known(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            found.update(r[0] for r in self._db.read(
+                f"SELECT id FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
     def rowid_of(self, entry_id: str) -> Optional[int]:
         with self._db.lock:
             row = self._db.conn.execute("SELECT rowid FROM entries WHERE id = ?",
@@ -300,6 +308,14 @@ class Reader:
                 (agent_id, goal_key, Zone.PROCEDURAL.value)).fetchone()
         return self.entries_by_rowid([row[0]])[row[0]] if row else None
 
+    def procedure_keyed(self, goal_key: str) -> Optional[Entry]:
+        """Return the strongest procedure of any agent for this goal, or None."""
+        with self._db.lock:
+            row = self._db.conn.execute(
+                "SELECT rowid FROM entries WHERE goal_key = ? AND zone = ? ORDER BY strength DESC"
+                " LIMIT 1", (goal_key, Zone.PROCEDURAL.value)).fetchone()
+        return self.entries_by_rowid([row[0]])[row[0]] if row else None
+
     def procedures(self, agent_id: str) -> list[Entry]:
         with self._db.lock:
             rowids = [
@@ -328,11 +344,12 @@ class Reader:
 
 def _row_to_entry(row, entities, relations, emb: np.ndarray) -> Entry:
     (rowid, id_, agent, shared, zone, content, importance, created, last_access, access_count,
-     source, confidence, location, x, y, z, superseded, warning, strength, goal_key, frame) = row
+     source, confidence, location, x, y, z, superseded, warning, strength, goal_key, frame,
+     origin) = row
     return Entry(id=id_, agent_id=agent, shared=bool(shared), zone=Zone(zone), content=content,
                  embedding=emb, entities=entities, relations=relations, importance=importance,
                  created=created, last_access=last_access, access_count=access_count, source=source
                  or "", confidence=confidence if confidence is not None else 1.0, location=location
                  or "", position=Position(x, y, z or 0.0) if x is not None else None,
                  frame=frame or "", superseded=bool(superseded), warning=bool(warning),
-                 strength=strength, goal_key=goal_key)
+                 strength=strength, goal_key=goal_key, origin=origin or "")

@@ -14,6 +14,7 @@ import sqlite_utils
 
 from brainmem_ros.core.errors import StoreUnavailable
 from brainmem_ros.core.store.database import Database
+from brainmem_ros.core.store.outbox import create_fleet_tables
 
 __all__ = ["create_schema", "SCHEMA_VERSION", "CURRENT_RELATIONS_INDEX"]
 
@@ -41,15 +42,16 @@ def create_schema(db: Database, dim: int, model_name: str, fixed_frame: str = "m
                 "entity_text": str, "embedding": bytes, "importance": float, "created": float,
                 "last_access": float, "access_count": int, "source": str, "confidence": float,
                 "location": str, "x": float, "y": float, "z": float, "superseded": int,
-                "warning": int, "strength": int, "goal_key": str, "frame": str}  # yapf: disable
+                "warning": int, "strength": int, "goal_key": str, "frame": str,
+                "origin": str}  # yapf: disable
             defaults = {
                 "shared": 0, "access_count": 0, "superseded": 0, "warning": 0, "strength": 1,
                 "goal_key": "", "entity_text": "", "source": "", "confidence": 1.0, "location": "",
-                "frame": ""}  # yapf: disable
+                "frame": "", "origin": ""}  # yapf: disable
             tables["entries"].create(
                 columns, pk="key", defaults=defaults,
                 not_null={"id", "agent_id", "zone", "content", "embedding", "importance", "created",
-                          "last_access", "frame"})
+                          "last_access", "frame", "origin"})
             tables["entries"].create_index(["id"], unique=True)
             tables["entries"].create_index(["agent_id", "zone", "created"])
             tables.execute("CREATE INDEX entries_shared ON entries(zone) WHERE shared = 1")
@@ -107,6 +109,7 @@ def create_schema(db: Database, dim: int, model_name: str, fixed_frame: str = "m
         "stamp REAL NOT NULL, trace TEXT NOT NULL)")
     _narrow_fts_update_trigger(db)
     _add_frames(db, fixed_frame)
+    create_fleet_tables(db)
     per_row_fts_trigger = _index_text_per_batch(db)
     _widen_current_relations_index(db)
     meta = dict(db.conn.execute("SELECT key, value FROM meta").fetchall())

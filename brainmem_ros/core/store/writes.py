@@ -6,7 +6,7 @@ unchanged; ids are returned only after the commit. The vectors enter the partiti
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from brainmem_ros.core.errors import InvalidRequest
 from brainmem_ros.core.store import journal
 from brainmem_ros.core.store.blobs import VectorCodec
 from brainmem_ros.core.store.database import Database
+from brainmem_ros.core.store.outbox import Outbox
 from brainmem_ros.core.store.partitions import VectorPartitions, owner
 from brainmem_ros.core.store.supersession import insert_relations
 from brainmem_ros.core.store.terms import TermCounts
@@ -26,8 +27,8 @@ __all__ = ["Writer", "AccessLog", "validated_vectors"]
 _INSERT_ENTRY = (
     "INSERT INTO entries (key, id, agent_id, shared, zone, content, entity_text, embedding,"
     " importance, created, last_access, access_count, source, confidence, location, x, y, z,"
-    " superseded, warning, strength, goal_key, frame)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+    " superseded, warning, strength, goal_key, frame, origin)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def validated_vectors(entries: Sequence[Entry], dim: int) -> np.ndarray:
@@ -103,8 +104,9 @@ class Writer:
     """The store's writes other than deletion (``archive``) and the journal (``journal``)."""
 
     def __init__(self, db: Database, vectors: VectorPartitions, terms: TermCounts,
-                 codec: VectorCodec, per_row_fts_trigger: bool, clock: Clock):
+                 codec: VectorCodec, per_row_fts_trigger: bool, clock: Clock, outbox: Outbox):
         self._db = db
+        self._outbox = outbox
         self._clock = clock
         self._vectors = vectors
         self._terms = terms
@@ -113,19 +115,24 @@ class Writer:
 
     def add(
         self, entries: Sequence[Entry], supersede: Sequence[str] = ("location", "state"),
-        journal_remove: Sequence[str] = ()
+        journal_remove: Sequence[str] = (), within: Optional[Callable] = None
     ) -> list[str]:
         """Store entries atomically; their ids once committed.
 
         ``supersede``: the functional predicates (``supersession``). ``journal_remove``: working
-        traces these entries replace, dropped from the journal in the same transaction.
+        traces these entries replace, dropped from the journal in the same transaction. Entries
+        the fleet's policy shares are queued in the outbox in it too; ``within(conn)`` runs in it
+        last (a pull records what it applied).
         """
         blobs, vectors = self._codec.encode(validated_vectors(entries, self._codec.dim))
         now = self._clock()
         with self._db.transaction(check_references=False) as conn:
             added = self._insert(conn, entries, blobs, now)
-            retired = insert_relations(conn, added, supersede)
+            retired = insert_relations(conn, added, supersede, self._vectors.agents())
             journal.apply(conn, (), journal_remove)
+            self._outbox.enqueue(conn, [e for _, e in added], vectors)
+            if within is not None:
+                within(conn)
         self._vectors.add(added, vectors)
         self._terms.count([(owner(e.agent_id, e.shared), f"{e.content} {' '.join(e.entities)}")
                            for _, e in added], +1)
@@ -156,7 +163,7 @@ class Writer:
                  float(e.importance), e.created, e.last_access, e.access_count, e.source,
                  float(e.confidence), e.location, pos.x if pos else None, pos.y if pos else None,
                  pos.z if pos else None, int(e.superseded), int(e.warning), e.strength, e.goal_key,
-                 e.frame if pos else ""))
+                 e.frame if pos else "", e.origin))
             edges += [(rowid, name) for name in dict.fromkeys(e.entities)]
             derived += [(rowid, source) for source in e.derived_from]
             added.append((rowid, e))
@@ -171,8 +178,8 @@ class Writer:
         return added
 
     def strengthen(self, entry_id: str, importance: float, content: Optional[str] = None,
-                   embedding: Optional[np.ndarray] = None,
-                   confidence: Optional[float] = None) -> None:
+                   embedding: Optional[np.ndarray] = None, confidence: Optional[float] = None,
+                   within: Optional[Callable] = None) -> None:
         """Strengthen one entry on a repeat of what it says, instead of storing a copy."""
         if embedding is not None:
             embedding = check_embedding(embedding, self._codec.dim)
@@ -199,6 +206,8 @@ class Writer:
                 (blob, ), stored = self._codec.encode(embedding[None, :])
                 embedding = stored[0]
                 conn.execute("UPDATE entries SET embedding = ? WHERE rowid = ?", (blob, rowid))
+            if within is not None:
+                within(conn)
         if replaced:
             self._terms.count([replaced[0]], -1, memories=False)
             self._terms.count([replaced[1]], +1, memories=False)
