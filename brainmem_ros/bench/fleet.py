@@ -5,7 +5,8 @@ own store and role on a server started for the run (``fleet-db``); every kind of
 Measured, in this order: each robot storing its part (the outbox written in the same
 transactions); all robots pushing at once; the server's bytes per memory; one robot's retrieval
 (the whole pipeline, the question's vector given) on its own memories; all robots pulling the
-others' at once; the same robot's retrieval again with the fleet's memories in its store; then
+others' at once; the same robot's retrieval again with the fleet's memories in its store, once
+their vector graphs are built (a robot builds them in the background while it serves); then
 the sync lag while one robot keeps learning and every robot runs its rounds every
 ``LAG_PERIOD_S``.
 """
@@ -121,6 +122,8 @@ def bench_fleet(robots: int, total: int, embedder, config, n_queries: int = 200,
         say("all pull at once")
         pull_s = _all_at_once(memories, lambda m: m.fleet.round())
         pulled = sum(m.fleet.counts["stored"] for m in memories)
+        say("the pulled memories' graphs are built (in the background, as on a robot)")
+        index_s = _all_at_once(memories, lambda m: m.store.wait_indexed())
         with_fleet = _retrieval_ms(memories[0], questions, question_vectors)
         say(f"sync lag while robot1 learns {LAG_RATE_HZ:g} memories/s for {LAG_SECONDS:g} s")
         lags = _lag_phase(memories, embedder)
@@ -135,7 +138,7 @@ def bench_fleet(robots: int, total: int, embedder, config, n_queries: int = 200,
         "robots": robots, "memories": total, "machine": {"cpus": os.cpu_count()},
         "store_per_s": total / store_s,
         "push_per_s": total / push_s,
-        "pull_applied_per_s": pulled / pull_s, "pulled": pulled,
+        "pull_applied_per_s": pulled / pull_s, "pulled": pulled, "graphs_built_s": index_s,
         "server_bytes_per_memory": disk / max(1, rows), "server_rows": rows,
         "retrieve_own_ms": alone, "retrieve_with_fleet_ms": with_fleet,
         "store_sizes": {"own": total // robots, "with_fleet": total},
