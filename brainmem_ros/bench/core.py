@@ -22,10 +22,11 @@ import numpy as np
 from tqdm import tqdm
 
 from brainmem_ros.bench.peers import tie_aware_hits
+from brainmem_ros.bench.restart import measure_restart
 from brainmem_ros.bench.corpus import (CORPUS_NOW, cached_embeddings, embedding_cache_path,
                                        make_corpus, make_questions)
 from brainmem_ros.core.config import MemoryConfig
-from brainmem_ros.core.embedding import Embedder, MiniLMEmbedder
+from brainmem_ros.core.embedding import BACKENDS, Embedder, MiniLMEmbedder
 from brainmem_ros.core.encoding import Event
 from brainmem_ros.core.memory import BrainMemory
 from brainmem_ros.core.retrieval import RetrievalRequest
@@ -65,7 +66,8 @@ def _corpus_clock() -> float:
 
 
 def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np.ndarray,
-               config: MemoryConfig, progress: bool, cache_dir: Path) -> dict:
+               config: MemoryConfig, progress: bool, cache_dir: Path,
+               restart_cpus: str = "0") -> dict:
     corpus = make_corpus(n)
     vectors = cached_embeddings([c.text for c in corpus], embedder.embed, cache_dir,
                                 label=f"embedding {n:,} memories (cached after)", progress=progress,
@@ -175,18 +177,24 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         forgetting = memory.forget(decay=True)
         memory.close()
         disk = _disk_bytes(folder / "memory.db")
-        # Restart: open the store again as a node would after a crash or a reboot, first with the
-        # saved vector index, then with it deleted (rebuilt from SQLite).
-        restart = {}
-        for label in ("restart_s", "restart_rebuild_s"):
-            if label == "restart_rebuild_s":
-                for graph in folder.glob("memory.db.index/*"):
-                    graph.unlink()
-            t0 = time.perf_counter()
-            reopened = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
-                                   embedder=embedder, clock=_corpus_clock)
-            restart[label] = time.perf_counter() - t0
-            reopened.close()
+        # Restart: open the store again as a node would after a crash or a reboot, in a process of
+        # its own: with the saved vector index, on one core too, then with it deleted.
+        stored = config.replace(**{"store.path": str(folder / "memory.db")})
+        if getattr(embedder, "backend", "") in BACKENDS:  # the store answers only its own model
+            stored = stored.replace(**{"embedding.backend": embedder.backend})
+        stored = stored.flat()
+        with_graphs = measure_restart(stored, queries, query_vectors)
+        one_core = measure_restart(stored, queries, query_vectors, cpus=restart_cpus)
+        for graph in folder.glob("memory.db.index/*"):
+            graph.unlink()
+        rebuilt = measure_restart(stored, queries, query_vectors)
+        nan = float("nan")
+        restart = {"restart_s": with_graphs.get("restart_s", nan),
+                   "restart_rebuild_s": rebuilt.get("restart_s", nan),
+                   "store_rss_mb": with_graphs.get("store_rss_bytes", nan) / 2**20,
+                   "store_peak_rss_mb": with_graphs.get("store_peak_rss_bytes", nan) / 2**20,
+                   "restart": with_graphs, "restart_one_core": one_core,
+                   "restart_rebuild": rebuilt}
         return {
             "entries": n,
             "retrieve_p50_ms": percentile(with_embed, 50),
@@ -252,7 +260,7 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200,
         if progress:
             print(format_table(report, only=[str(n)]), file=sys.stderr)
     if peers:
-        from brainmem_ros.bench.peers import run_peers
+        from brainmem_ros.bench.peers import ratios, run_peers
 
         report["systems"] = {}
         for n in sizes:
@@ -262,6 +270,12 @@ def run_bench(sizes: Sequence[int] = DEFAULT_SIZES, n_queries: int = 200,
             for name, figures in run_peers([n], ["brainmem", *peers], vectors, questions, progress,
                                            peer_max_size).items():
                 report["systems"].setdefault(name, {}).update(figures)
+        report["ratios"] = {}
+        for n in sizes:
+            pipeline = report["sizes"][str(n)]["retrieve_no_embed_p99_ms"]
+            found = (ratios(report["systems"], str(n), pipeline, system)
+                     for system in ("brainmem", "brainmem-int8"))
+            report["ratios"][str(n)] = [f for f in found if f]
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, indent=2))
@@ -280,7 +294,8 @@ _COLUMNS = [
     ("consolidate s", "consolidation_pass_s", "{:.3f}"),
     ("forget s", "forget_pass_s", "{:.3f}"),
     ("disk B/entry", "bytes_per_entry", "{:,.0f}"),
-    ("RSS B/entry", "resident_bytes_per_entry", "{:,.0f}"),
+    ("restart s", "restart_s", "{:.2f}"),
+    ("store RSS MB", "store_rss_mb", "{:,.0f}"),
 ]
 
 

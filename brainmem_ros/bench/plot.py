@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["plot_report"]
+__all__ = ["plot_report", "plot_curves"]
 
 
 def plot_report(report: dict, path: Path) -> Path:
@@ -63,3 +63,39 @@ def _plot_systems(axis, systems: dict) -> None:
              title="Top-10 query p99, same data in each store")
     axis.grid(True, alpha=0.3, which="both")
     axis.legend(fontsize=7)
+
+
+def plot_curves(systems: dict, path: Path) -> Path:
+    """Draw each store's recall@10 against filtered p99 as its search knob is swept, per size.
+
+    The default setting is the filled marker, so a figure taken at it can be read against the
+    store's other settings: none is compared at a fast low-recall point against a slow high one.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({int(n) for per_size in systems.values() for n, f in per_size.items()
+                    if f.get("curve")})
+    figure, axes = plt.subplots(1, max(1, len(sizes)), figsize=(6.5 * max(1, len(sizes)), 4.6),
+                                squeeze=False)
+    for axis, n in zip(axes[0], sizes):
+        for i, (name, per_size) in enumerate(systems.items()):
+            curve = (per_size.get(str(n)) or {}).get("curve")
+            if not curve:
+                continue
+            ordered = sorted(curve, key=lambda point: point["p99_ms"])
+            axis.plot([p["p99_ms"] for p in ordered], [p["recall"] for p in ordered],
+                      marker="o", markerfacecolor="none", color=f"C{i}", label=name)
+            axis.plot(curve[0]["p99_ms"], curve[0]["recall"], marker="o", color=f"C{i}")
+        axis.axhline(0.95, color="grey", linewidth=0.8, linestyle=":")
+        axis.set(xscale="log", xlabel="filtered top-10 p99, ms (vector given)",
+                 ylabel="recall@10", title=f"{n:,} memories: each store's knob swept")
+        axis.grid(True, alpha=0.3, which="both")
+        axis.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

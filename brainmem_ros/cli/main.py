@@ -82,16 +82,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                        progress=not args.quiet, peers=args.peers, peer_max_size=args.peer_max_size)
     print(format_table(report))
     if "systems" in report:
-        from brainmem_ros.bench.peers import format_peer_table
+        from brainmem_ros.bench.peers import format_peer_table, format_ratios
 
         print("\nthe same vectors and queries in each store (top-10, vector given):")
         print(format_peer_table(report["systems"]))
+        for size, found in report.get("ratios", {}).items():
+            print(f"\nat {int(size):,}:\n" + "\n".join(format_ratios(f) for f in found))
     if args.json:
         print(f"report: {args.json}")
     if args.plot:
-        from brainmem_ros.bench.plot import plot_report
+        from brainmem_ros.bench.plot import plot_curves, plot_report
 
         print(f"plot: {plot_report(report, args.plot)}")
+        if "systems" in report:
+            curves = args.plot.with_name(f"{args.plot.stem}_curves{args.plot.suffix}")
+            print(f"plot: {plot_curves(report['systems'], curves)}")
     return 0
 
 
@@ -286,8 +291,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
         help="instead: N robots share the first --sizes memories through a PostgreSQL server "
         "started for the run (push, pull, server disk, sync lag, retrieval with and without)")
     bench.add_argument(
-        "--peers", type=_peers, default=(), metavar="chromadb,qdrant",
-        help="also measure these stores on the same data (installed by `make peers`)")
+        "--peers", type=_peers, default=(), metavar="NAMES",
+        help="also measure these stores on the same data, comma-separated: chromadb, qdrant, "
+        "lancedb, milvus, sqlite-vec, faiss (installed by `make peers`)")
     bench.add_argument("--peer-max-size", type=int, default=100000, metavar="N",
                        help="sizes above this are measured for brainmem only")
     handlers["bench"] = _cmd_bench

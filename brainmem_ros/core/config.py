@@ -64,6 +64,13 @@ class StoreSection:
         "history queries; built lighter than the current graph)", 4, 128)
     hnsw_history_ef_construction: int = p(32, "HNSW build-time candidate list of the history graph",
                                           8, 1024)
+    ram_precision: str = p(
+        "float32", "how vectors are held in RAM: float32, or int8 (rows scaled per row, graphs "
+        "scalar-quantised: a quarter of the memory, for a million memories on a small board; "
+        "SQLite keeps embedding_precision either way)", choices=("float32", "int8"))
+    rescore_factor: int = p(
+        2, "with ram_precision int8: graph candidates per result, ranked again by the rows", 1,
+        16)
     regraph_share: float = p(
         0.25, "rebuild a partition's current HNSW graph in the background once this share of "
         "its rows is superseded or deleted", 0.01, 1.0)

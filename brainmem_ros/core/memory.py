@@ -59,7 +59,8 @@ class BrainMemory:
             index=IndexSettings(self.embedder.dim, s.exact_below, s.hnsw_m, s.hnsw_ef_construction,
                                 s.hnsw_ef_search, s.regraph_share, s.hnsw_ef_reference_rows,
                                 s.hnsw_history_m, s.hnsw_history_ef_construction, s.hnsw_large_rows,
-                                s.hnsw_large_m), synchronous=s.synchronous,
+                                s.hnsw_large_m, s.ram_precision, s.rescore_factor),
+            synchronous=s.synchronous,
             index_save_every=s.index_save_every, model_name=self.embedder.name,
             embedding_precision=s.embedding_precision, clock=clock, fixed_frame=s.fixed_frame,
             shares=shares)

@@ -12,7 +12,8 @@ from brainmem_ros.bench.peers import format_peer_table
 KEYS = {
     "retrieve_p50_ms", "retrieve_p99_ms", "retrieve_no_embed_p99_ms", "recall_at_10",
     "ingest_per_s", "ingest_preembedded_per_s", "forget_pass_s", "bytes_per_entry",
-    "retrieve_first_ms", "retrieve_no_embed_first_ms"
+    "retrieve_first_ms", "retrieve_no_embed_first_ms", "restart_s", "restart_rebuild_s",
+    "store_rss_mb", "store_peak_rss_mb"
 }
 
 
@@ -29,11 +30,15 @@ def test_bench_reports_every_key(minilm, tmp_path):
     figures = json.loads((tmp_path / "bench.json").read_text())["sizes"]["300"]
     assert KEYS <= set(figures)
     assert figures["recall_at_10"] == 1.0  # exact search at this size
-    assert all(figures[k] > 0 for k in KEYS)
+    assert all(figures[k] > 0 for k in KEYS), {k: figures[k] for k in KEYS} | figures["restart"]
     assert "recall@10" in format_table(report)
     assert not set(FIRST_QUESTIONS) & set(
         make_questions(200)), "the first calls are none of the measured questions"
     assert list((tmp_path / "cache").glob("emb-300-*.npy")), "embeddings are cached on disk"
+    # the store reopened in a process of its own, on one core too, answering with the model loaded
+    assert figures["restart"]["rebuilt_partitions"] == 0
+    assert figures["restart_one_core"]["store_rss_bytes"] > 50 * 2**20
+    assert figures["store_peak_rss_mb"] >= figures["store_rss_mb"]
 
 
 PEER_KEYS = {
@@ -48,19 +53,50 @@ def _peers_installed(*modules):
                             "via rosdep has no peer stores")
 
 
+PEER_MODULES = {"chromadb": "chromadb", "qdrant": "qdrant_client", "lancedb": "lancedb",
+                "milvus": "milvus_lite", "sqlite-vec": "sqlite_vec", "faiss": "faiss"}
+
+
 def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
-    _peers_installed("chromadb", "qdrant_client")
-    report = run_bench([400], n_queries=20, embedder=minilm, progress=False,
-                       cache_dir=tmp_path / "cache", peers=("chromadb", "qdrant"))
+    _peers_installed(*PEER_MODULES.values())
+    report = run_bench([2000], n_queries=20, embedder=minilm, progress=False,
+                       cache_dir=tmp_path / "cache", peers=("brainmem-int8", *PEER_MODULES))
     systems = report["systems"]
-    assert set(systems) == {"brainmem", "chromadb", "qdrant"}
+    assert set(systems) == {"brainmem", "brainmem-int8", *PEER_MODULES}
     for name, per_size in systems.items():
-        figures = per_size["400"]
+        figures = per_size["2000"]
         assert PEER_KEYS <= set(figures), (name, figures)
         assert figures["recall"] >= 0.9, name  # each answers the filtered query with the right rows
-        assert all(figures[k] > 0 for k in PEER_KEYS)
-    assert systems["brainmem"]["400"]["recall"] == 1.0  # exact search while small
-    assert "chromadb" in format_peer_table(systems)
+        on_disk = set() if name == "faiss" else {"bytes_per_entry"}  # FAISS alone keeps nothing
+        assert all(figures[k] > 0 for k in PEER_KEYS - {"bytes_per_entry"} | on_disk), name
+        curve = figures["curve"]  # the default setting first, then the knob swept
+        assert curve[0]["recall"] == figures["recall"] and len(curve) == len(set(
+            str(point["knob"]) for point in curve)), name
+    assert systems["brainmem"]["2000"]["recall"] == 1.0  # exact search while small
+    assert "lancedb" in format_peer_table(systems)
+    assert {f["system"] for f in report["ratios"]["2000"]} == {"brainmem", "brainmem-int8"}
+
+
+def test_ratios_take_each_store_at_its_fastest_setting_that_reaches_the_recall():
+    from brainmem_ros.bench.peers import ratios
+
+    def store(ingest, *points):
+        curve = [{"knob": i, "recall": r, "p50_ms": p / 2, "p99_ms": p}
+                 for i, (r, p) in enumerate(points)]
+        return {"100": {"curve": curve, "recall": curve[0]["recall"],
+                        "query_filtered_p99_ms": curve[0]["p99_ms"],
+                        "ingest_preembedded_per_s": ingest}}
+
+    systems = {"brainmem": store(10000, (0.99, 0.5)),
+               "lancedb": store(4000, (0.97, 3.0), (0.90, 0.4), (0.96, 2.0)),
+               "milvus": store(1000, (0.99, 2.5)), "qdrant": store(500, (0.80, 0.1)),
+               "faiss": store(0, (0.99, 0.25))}
+    found = ratios(systems, "100", pipeline_p99_ms=1.5)
+    # lancedb at 0.96 / 2.0 ms: its faster 0.90 setting and qdrant's 0.80 do not count
+    assert found["fastest_store"] == "lancedb" and found["fastest_store_p99_ms"] == 2.0
+    assert found["p99_over_fastest_store"] == 0.25 and found["p99_over_faiss"] == 2.0
+    assert found["pipeline_no_embed_p99_over_fastest_store"] == 0.75
+    assert found["fastest_ingest_store"] == "lancedb" and found["ingest_over_fastest_store"] == 2.5
 
 
 def test_peers_above_the_size_limit_are_skipped_not_run(minilm, tmp_path):

@@ -7,12 +7,15 @@ bitmap of allowed labels, so rows that must not be returned cannot starve the re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import faiss
 import numpy as np
 
-__all__ = ["IndexSettings", "Graph", "insert_on_one_thread", "limit_blas_threads", "top_indices"]
+from brainmem_ros.core.store.rows import RowVectors
+
+__all__ = ["IndexSettings", "Graph", "Rebuild", "insert_on_one_thread", "limit_blas_threads",
+           "top_indices"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,14 @@ class IndexSettings:
     history_ef_construction: int = 32
     large_rows: int = 100000
     large_m: int = 24
+    ram_precision: str = "float32"
+    rescore_factor: int = 2
+    training_rows: int = 20000
+
+    @property
+    def compact(self) -> bool:
+        """Vectors in RAM as int8: rows per-row scaled, graphs scalar-quantised (``rows.py``)."""
+        return self.ram_precision == "int8"
 
     def m_for(self, rows: int) -> int:
         """Return the degree of a current graph built for ``rows``.
@@ -68,7 +79,7 @@ class Graph:
     a default walk has to step over.
     """
 
-    def __init__(self, settings: IndexSettings, index: Optional[faiss.IndexHNSWFlat] = None,
+    def __init__(self, settings: IndexSettings, index: Optional[faiss.IndexHNSW] = None,
                  history: bool = False, rows: int = 0):
         """Wrap ``index``, or make an empty graph for ``rows`` rows (its degree: ``m_for``)."""
         if index is None:
@@ -77,7 +88,11 @@ class Graph:
             m, ef_construction = ((settings.history_m,
                                    settings.history_ef_construction) if history else
                                   (settings.m_for(rows), settings.hnsw_ef_construction))
-            index = faiss.IndexHNSWFlat(settings.dim, m, faiss.METRIC_INNER_PRODUCT)
+            if settings.compact:  # trained by ``prepare`` before its first rows
+                index = faiss.IndexHNSWSQ(settings.dim, faiss.ScalarQuantizer.QT_8bit, m,
+                                          faiss.METRIC_INNER_PRODUCT)
+            else:
+                index = faiss.IndexHNSWFlat(settings.dim, m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = ef_construction
         self.settings = settings
         self.index = index
@@ -87,6 +102,11 @@ class Graph:
         self.live = np.zeros(0, dtype=bool)
         self.current = np.zeros(0, dtype=bool)
         self.blocked = 0
+
+    def prepare(self, sample: Callable[[], np.ndarray]) -> None:
+        """Before the first insertion, learn a quantised graph's value ranges from ``sample()``."""
+        if not self.index.is_trained:
+            self.index.train(np.ascontiguousarray(sample()))
 
     def append_labels(self, positions: np.ndarray, live: np.ndarray, current: np.ndarray) -> None:
         n = len(positions)
@@ -160,3 +180,14 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
         return np.argsort(-scores)
     part = np.argpartition(-scores, k - 1)[:k]
     return part[np.argsort(-scores[part])]
+
+
+@dataclass
+class Rebuild:
+    """A new current graph being built, a chunk at a time, from the rows current when it began."""
+
+    epoch: int
+    vectors: RowVectors  # the rows as they were: rows below its length never change
+    positions: np.ndarray
+    graph: Graph
+    done: int = 0

@@ -1,7 +1,6 @@
 """Vector recall over one partition of long-term memory, exact while small and HNSW when large.
 
-Vector recall over one partition of long-term memory (one agent's, or the shared, entries of one
-zone), exact while small and HNSW when large.
+A partition is one agent's, or the shared, entries of one zone.
 
 Partitioning by (owner, zone) is the metadata pre-filter: a query filtered on agent and zone
 searches only the partitions it may see, so the filter costs nothing and never starves an
@@ -18,7 +17,6 @@ another core, and a retrieval never waits behind more than one chunk.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -26,24 +24,15 @@ import faiss
 import numpy as np
 from tqdm import tqdm
 
-from brainmem_ros.core.store.graph import Graph, IndexSettings, limit_blas_threads, top_indices
+from brainmem_ros.core.store.graph import (
+    Graph, IndexSettings, Rebuild, limit_blas_threads, top_indices)
+from brainmem_ros.core.store.rows import RowVectors
 
 __all__ = ["Partition"]
 
 # where a row's vector is: no graph yet, the current graph, the history graph
 _TAIL, _CURRENT, _HISTORY = 0, 1, 2
 _BUILD_STEP = 10000  # rows per FAISS call in a full build: the progress bar's step
-
-
-@dataclass
-class _Rebuild:
-    """A new current graph being built, a chunk at a time, from the rows current when it began."""
-
-    epoch: int
-    vectors: np.ndarray  # the row array as it was: rows below its length never change
-    positions: np.ndarray
-    graph: Graph
-    done: int = 0
 
 
 class Partition:
@@ -59,7 +48,7 @@ class Partition:
         self._reset()
 
     def _reset(self) -> None:
-        self._vectors = np.zeros((0, self.settings.dim), dtype=np.float32)
+        self._vectors = RowVectors(self.settings.dim, self.settings.ram_precision)
         self._rowids = np.zeros(0, dtype=np.int64)
         self._created = np.zeros(0, dtype=np.float64)
         self._hidden = np.zeros(0, dtype=bool)  # superseded: skipped unless asked for
@@ -74,7 +63,7 @@ class Partition:
         self._low = 0  # every row below this position is in a graph, or deleted
         self._in_graphs = 0
         self._dead_outside = 0  # deleted rows that never reached a graph
-        self._rebuild: Optional[_Rebuild] = None
+        self._rebuild: Optional[Rebuild] = None
         self._epoch += 1  # a rebuild begun before a reset must not be swapped in after it
 
     # -- content -----------------------------------------------------------------------------
@@ -86,7 +75,7 @@ class Partition:
         with self._rows_lock:
             self._reserve(self.size + n)
             sl = slice(self.size, self.size + n)
-            self._vectors[sl] = vectors
+            self._vectors.put(sl, vectors)
             self._rowids[sl] = rowids
             self._created[sl] = created
             self._hidden[sl] = False if hidden is None else hidden
@@ -96,12 +85,12 @@ class Partition:
             self.size += n
         if self._current is None and self.alive_count() >= self.settings.exact_below:
             with self._graph_lock, self._rows_lock:
-                self._current = Graph(self.settings,
-                                      rows=self.alive_count())  # filled from the tail by index_tail
+                # filled from the tail by index_tail
+                self._current = Graph(self.settings, rows=self.alive_count())
                 self._recount()
 
     @property
-    def hnsw(self) -> Optional[faiss.IndexHNSWFlat]:
+    def hnsw(self) -> Optional[faiss.IndexHNSW]:
         """The current graph's FAISS index (None while the partition is searched exactly)."""
         return None if self._current is None else self._current.index
 
@@ -126,7 +115,8 @@ class Partition:
         if n <= len(self._rowids):
             return
         cap = max(n, 2 * len(self._rowids), 64)
-        for name in ("_vectors", "_rowids", "_created", "_hidden", "_dead", "_graph_of", "_label"):
+        self._vectors = self._vectors.grown(cap, self.size)
+        for name in ("_rowids", "_created", "_hidden", "_dead", "_graph_of", "_label"):
             old = getattr(self, name)
             new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
             new[:self.size] = old[:self.size]
@@ -141,7 +131,7 @@ class Partition:
         with self._rows_lock:
             pos = self.position.get(rowid)
             if pos is not None:
-                self._vectors[pos] = vector
+                self._vectors.put(slice(pos, pos + 1), vector)
 
     def set_hidden(self, rowid: int, hidden: bool) -> None:
         with self._rows_lock:
@@ -185,7 +175,8 @@ class Partition:
         """Drop tombstoned rows (and rebuild the graphs, which cannot delete in place)."""
         with self._graph_lock, self._rows_lock:
             keep = ~self._dead[:self.size]
-            vectors, rowids = self._vectors[:self.size][keep], self._rowids[:self.size][keep]
+            vectors = self._vectors.subset(np.flatnonzero(keep))
+            rowids = self._rowids[:self.size][keep]
             created, hidden = self._created[:self.size][keep], self._hidden[:self.size][keep]
             had_graph = self._current is not None
             self._reset()
@@ -194,9 +185,14 @@ class Partition:
                 self._build_locked()
 
     def _load_arrays(self, rowids, vectors, created, hidden) -> None:
-        self._reserve(len(rowids))
+        """Hold these rows (``vectors``: a float32 matrix, or ``RowVectors`` of exactly them)."""
         n = len(rowids)
-        self._vectors[:n], self._rowids[:n] = vectors, rowids
+        self._reserve(n)
+        if isinstance(vectors, RowVectors):
+            self._vectors = vectors.grown(len(self._rowids), n)
+        else:
+            self._vectors.put(slice(0, n), vectors)
+        self._rowids[:n] = rowids
         self._created[:n], self._hidden[:n] = created, hidden
         self._dead[:n] = False
         self._graph_of[:n] = _TAIL
@@ -205,18 +201,16 @@ class Partition:
 
     def vector(self, rowid: int) -> Optional[np.ndarray]:
         pos = self.position.get(rowid)
-        return None if pos is None else self._vectors[pos]
+        return None if pos is None else self._vectors.take(slice(pos, pos + 1))[0]
 
     # -- graphs -----------------------------------------------------------------------------
     # Superseded rows would crowd a single graph: at 1M memories the stale copies of a fact sit
-    # right
-    # next to it, and a filtered walk of a graph where 37% of the rows are hidden found 0.87 of the
-    # true top 10 (0.99 unfiltered). So current rows live in the current graph, and rows that were
-    # already superseded when they were inserted, or when the current graph was last rebuilt, live
-    # in
-    # the history graph, which only history queries walk. Rows superseded since then stay in the
-    # current graph, flagged, until they pass ``regraph_share`` of it: then the background indexer
-    # builds a fresh current graph, a chunk at a time beside its other work, and swaps it in.
+    # right next to it, and a filtered walk of a graph where 37% of the rows are hidden found 0.87
+    # of the true top 10 (0.99 unfiltered). So current rows live in the current graph, and rows
+    # that were already superseded when they were inserted, or when the current graph was last
+    # rebuilt, live in the history graph, which only history queries walk. Rows superseded since
+    # then stay in the current graph, flagged, until they pass ``regraph_share`` of it: then the
+    # background indexer builds a fresh current graph, a chunk at a time, and swaps it in.
     def index_tail(self, max_rows: int) -> int:
         """Move up to ``max_rows`` rows of the tail into the graphs; returns how many moved."""
         with self._graph_lock:
@@ -227,7 +221,7 @@ class Partition:
                 todo = np.flatnonzero((self._graph_of[low:n] == _TAIL) & ~self._dead[low:n]) + low
                 self._low = int(todo[max_rows]) if len(todo) > max_rows else n
                 todo = todo[:max_rows]
-                vectors = self._vectors[todo]  # a copy: _reserve may swap arrays
+                vectors = self._vectors.take(todo)  # a copy: _reserve may swap arrays
                 hidden = self._hidden[todo]
             for kind, mask in ((_CURRENT, ~hidden), (_HISTORY, hidden)):
                 if not mask.any():
@@ -235,6 +229,7 @@ class Partition:
                 if kind == _HISTORY and self._history is None:
                     self._history = Graph(self.settings, history=True)
                 graph = self._current if kind == _CURRENT else self._history
+                graph.prepare(self._training_sample)
                 graph.index.add(np.ascontiguousarray(vectors[mask]))
                 with self._rows_lock:
                     self._adopt_labels(kind, graph, todo[mask])
@@ -261,12 +256,15 @@ class Partition:
         if kind == _HISTORY:
             self._reopened.update(positions[current].tolist())
 
-    def _install(self, kind: int, graph: Graph, positions: np.ndarray) -> None:
-        """Make ``graph`` the partition's graph of ``kind``.
+    def _training_sample(self, positions: Optional[np.ndarray] = None) -> np.ndarray:
+        """Rows a compact graph learns its int8 ranges from (the live rows, or ``positions``)."""
+        with self._rows_lock:
+            if positions is None:
+                positions = np.flatnonzero(~self._dead[:self.size])
+            return self._vectors.sample(positions, self.settings.training_rows)
 
-        Make ``graph``, whose labels are the rows at ``positions``, the partition's graph of
-        ``kind``.
-        """
+    def _install(self, kind: int, graph: Graph, positions: np.ndarray) -> None:
+        """Make ``graph``, whose labels are the rows at ``positions``, the graph of ``kind``."""
         self._adopt_labels(kind, graph, positions)
         if kind == _CURRENT:
             self._current = graph
@@ -282,11 +280,7 @@ class Partition:
         self._low = int(outside[0]) if len(outside) else n
 
     def regraph_due(self) -> bool:
-        """Tell whether the current graph is due for a rebuild.
-
-        A current graph is rebuilt when superseded rows crowd it, or when it has outgrown its
-        degree.
-        """
+        """Tell whether the current graph is crowded by superseded rows or outgrew its degree."""
         graph = self._current
         return (graph is not None and self._rebuild is None
                 and graph.count >= self.settings.exact_below
@@ -294,10 +288,9 @@ class Partition:
                      or graph.m < self.settings.m_for(graph.count - graph.blocked)))
 
     def index_step(self, max_rows: int) -> int:
-        """Do one unit of the background indexer's work; the rows inserted.
+        """Do one unit of the background indexer's work; return the rows inserted.
 
-        One unit of the background indexer's work: a chunk of the tail, and a chunk of a due
-        rebuild, so neither waits for the other. Returns the rows inserted.
+        A unit is a chunk of the tail and a chunk of a due rebuild, so neither waits for the other.
         """
         work = self.index_tail(max_rows)
         if self._rebuild is None and self.regraph_due():
@@ -305,28 +298,28 @@ class Partition:
                 n = self.size
                 keep = np.flatnonzero((self._graph_of[:n] != _HISTORY) & ~self._hidden[:n]
                                       & ~self._dead[:n])
-                self._rebuild = _Rebuild(self._epoch, self._vectors, keep,
-                                         Graph(self.settings, rows=len(keep)))
+                self._rebuild = Rebuild(self._epoch, self._vectors, keep,
+                                        Graph(self.settings, rows=len(keep)))
         rebuild = self._rebuild
         if rebuild is not None:
             chunk = rebuild.positions[rebuild.done:rebuild.done + max_rows]
-            rebuild.graph.index.add(np.ascontiguousarray(
-                rebuild.vectors[chunk]))  # private: no lock
+            rebuild.graph.prepare(
+                lambda: rebuild.vectors.sample(rebuild.positions, self.settings.training_rows))
+            rebuild.graph.index.add(rebuild.vectors.take(chunk))  # private: no lock
             rebuild.done += len(chunk)
             work += len(chunk)
             if rebuild.done == len(rebuild.positions):
                 self._swap_in(rebuild)
         return work
 
-    def _swap_in(self, rebuild: _Rebuild) -> None:
+    def _swap_in(self, rebuild: Rebuild) -> None:
         with self._graph_lock, self._rows_lock:
             if self._rebuild is not rebuild or rebuild.epoch != self._epoch:
                 return  # compacted meanwhile: that rebuilt everything already
             old = self._current
             leaving = old.pos[:old.count]
-            self._graph_of[leaving[
-                leaving >=
-                0]] = _TAIL  # the rows it held that the new one lacks go to the history graph
+            # The rows it held that the new one lacks go to the history graph.
+            self._graph_of[leaving[leaving >= 0]] = _TAIL
             # A row superseded and moved into the history graph during the build stays there only.
             positions = np.where(self._graph_of[rebuild.positions] == _HISTORY, -1,
                                  rebuild.positions)
@@ -355,19 +348,16 @@ class Partition:
                 if kind == _HISTORY and not len(positions):
                     continue
                 graph = Graph(self.settings, history=kind == _HISTORY, rows=len(positions))
+                graph.prepare(lambda: self._vectors.sample(positions, self.settings.training_rows))
                 for start in range(0, len(positions), _BUILD_STEP):
                     chunk = positions[start:start + _BUILD_STEP]
-                    graph.index.add(np.ascontiguousarray(self._vectors[chunk]))
+                    graph.index.add(self._vectors.take(chunk))
                     bar.update(len(chunk))
                 self._install(kind, graph, positions)
         self._recount()
 
     def save_graph(self, path: Path) -> None:
-        """Save the graphs with the rowid behind each label.
-
-        Save the graphs with the rowid behind each label (-1 for deleted rows; the tail is in
-        neither graph yet).
-        """
+        """Save the graphs with the rowid behind each label (-1 for deleted rows)."""
         with self._graph_lock:
             for graph, target in ((self._current, path), (self._history, _history_path(path))):
                 if graph is None:
@@ -405,6 +395,8 @@ class Partition:
                 return False
             if index.ntotal != len(saved) or index.d != self.settings.dim or saved.ndim != 1:
                 return False
+            if isinstance(index, faiss.IndexHNSWSQ) != self.settings.compact:
+                return False  # saved under the other RAM precision: rebuilt in this one
             positions = self._positions_of(saved)
             if np.count_nonzero((positions < 0) & (saved >= 0)):
                 return False
@@ -453,17 +445,17 @@ class Partition:
         # A selective filter makes the graph walk wasteful: score the few allowed rows directly.
         if n_allowed < max(4 * k, n // 10):
             idx = np.flatnonzero(allowed)
-            sims = self._vectors[idx] @ query
+            sims = self._vectors.dot(idx, query)
             top = top_indices(sims, k)
             return self._rowids[idx[top]], sims[top]
         if exact or self._current is None:
-            sims = self._vectors[:n] @ query  # in place over the whole slice: no copy of the matrix
+            sims = self._vectors.dot(slice(0, n), query)
             sims[~allowed] = -np.inf
             top = top_indices(sims, min(k, n_allowed))
             return self._rowids[top], sims[top]
         with self._graph_lock:
-            graphs = [self._current
-                      ] + ([self._history] if include_hidden and self._history is not None else [])
+            graphs = [self._current] + (
+                [self._history] if include_hidden and self._history is not None else [])
             found_pos, found_sims = [], []
             for graph in graphs:
                 if timed:  # rows added since ``allowed`` was taken are left out of this query
@@ -472,7 +464,12 @@ class Partition:
                     labels_allowed = padded[np.where((pos >= 0) & (pos < n), pos, n)]
                 else:
                     labels_allowed = (graph.live if include_hidden else graph.current)[:graph.count]
-                positions, sims = graph.search(query, k, labels_allowed)
+                if self.settings.compact:  # candidates ranked again by the rows' own codes
+                    positions, _ = graph.search(query, k * self.settings.rescore_factor,
+                                                labels_allowed)
+                    sims = self._vectors.dot(positions, query)
+                else:
+                    positions, sims = graph.search(query, k, labels_allowed)
                 found_pos.append(positions)
                 found_sims.append(sims)
             # Rows in no graph yet, and (for default queries) history rows that are current again,
@@ -485,9 +482,9 @@ class Partition:
                 extra = np.concatenate([extra, reopened[allowed[reopened]]])
         if len(extra):
             found_pos.append(extra)
-            found_sims.append((self._vectors[extra] @ query).astype(np.float32))
+            found_sims.append(self._vectors.dot(extra, query))
         positions, sims = np.concatenate(found_pos), np.concatenate(found_sims)
-        if len(found_pos) > 1:
+        if len(found_pos) > 1 or len(positions) > k:
             top = top_indices(sims, k)
             positions, sims = positions[top], sims[top]
         return self._rowids[positions], sims
