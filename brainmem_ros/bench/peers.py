@@ -41,7 +41,7 @@ __all__ = ["PEERS", "SYSTEMS", "PeerUnavailable", "bench_system", "run_peers", "
 SYSTEMS = ("brainmem", "brainmem-int8", "chromadb", "qdrant", "lancedb", "milvus", "sqlite-vec",
            "faiss")
 PEERS = SYSTEMS[1:]
-SMALL_ONLY = ("chromadb", "qdrant")
+SMALL_ONLY = ("chromadb", "qdrant", "milvus")
 
 
 @dataclass
@@ -188,9 +188,10 @@ def run_peers(sizes: Sequence[int], systems: Sequence[str], vectors_path: Path, 
               progress: bool = True, peer_max_size: int = 100000) -> dict:
     """``systems.<name>.<N>``: figures, or ``{"skipped": why}`` / ``{"error": what}``.
 
-    ChromaDB and Qdrant are skipped above ``peer_max_size`` (Qdrant's local mode searches by brute
-    force and says it is not meant for more than 20,000 points; ChromaDB takes minutes per 100k
-    here).
+    ChromaDB, Qdrant and Milvus Lite are skipped above ``peer_max_size``: Qdrant's local mode
+    searches by brute force and says it is not meant for more than 20,000 points; ChromaDB and
+    Milvus Lite answered a filtered query at 100k in 0.3 and 0.7 s here (2026-12-07), which at a
+    million memories makes one run of the bench take hours.
     """
     report: dict = {name: {} for name in systems}
     for n in sizes:
@@ -280,8 +281,12 @@ def ratios(systems: dict, size: str, pipeline_p99_ms: Optional[float] = None,
         out.update(fastest_ingest_store=quickest, ingest_over_fastest_store=(
             ours["ingest_preembedded_per_s"] / stores[quickest][1]["ingest_preembedded_per_s"]))
     floor = systems.get("faiss", {}).get(size, {})
-    if "query_filtered_p99_ms" in floor:
-        out["p99_over_faiss"] = ours["query_filtered_p99_ms"] / floor["query_filtered_p99_ms"]
+    if floor.get("curve"):
+        # FAISS at its fastest setting as good as ours (or its best): equal recall, not equal knob
+        at = best_setting(floor, ours["recall"] - 0.005) or max(floor["curve"],
+                                                                key=lambda p: p["recall"])
+        out.update(faiss_p99_ms=at["p99_ms"], faiss_recall=at["recall"],
+                   p99_over_faiss=ours["query_filtered_p99_ms"] / at["p99_ms"])
     return out
 
 
@@ -299,7 +304,8 @@ def format_ratios(found: dict) -> str:
         lines.append("  whole pipeline (no embedding) p99 over that store's filtered p99: "
                      f"{found['pipeline_no_embed_p99_over_fastest_store']:.3f}")
     if "p99_over_faiss" in found:
-        lines.append("  p99 over FAISS alone on the same partition:"
+        lines.append("  p99 over FAISS alone on the same rows at recall"
+                     f" {found['faiss_recall']:.3f} ({found['faiss_p99_ms']:.2f} ms):"
                      f" {found['p99_over_faiss']:.2f}")
     if "ingest_over_fastest_store" in found:
         lines.append(f"  pre-embedded ingest over the fastest store's "

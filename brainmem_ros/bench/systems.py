@@ -18,7 +18,8 @@ search-time setting that trades recall for latency, the default first, swept for
 - sqlite-vec: a ``vec0`` table with agent and zone as metadata columns, filtered inside the KNN
   query; exact, so no knob.
 - faiss: FAISS alone, an HNSW graph (brainmem's degree and efConstruction) over exactly the rows a
-  query may return: the floor a filtered search could reach; knob: ``efSearch``.
+  query may return: the floor a filtered search could reach; knob: ``efSearch``, scaled with the
+  graph's rows as brainmem scales it.
 """
 from __future__ import annotations
 
@@ -341,10 +342,14 @@ class FaissSystem:
             graph.add(vectors[rows])
             self.graphs[filtered] = (graph, rows)
         self.vectors = []
+        self.tune(self.knobs[0])
 
     def tune(self, ef: int) -> None:
-        for graph, _ in self.graphs.values():
-            graph.hnsw.efSearch = int(ef)
+        from brainmem_ros.core.store.graph import IndexSettings
+
+        settings = IndexSettings(hnsw_ef_search=int(ef))  # scaled with the rows, as brainmem's
+        for graph, rows in self.graphs.values():
+            graph.hnsw.efSearch = settings.ef_for(len(rows))
 
     def query(self, vector: np.ndarray, filtered: bool) -> list[int]:
         graph, rows = self.graphs[filtered]

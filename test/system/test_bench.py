@@ -90,11 +90,12 @@ def test_ratios_take_each_store_at_its_fastest_setting_that_reaches_the_recall()
     systems = {"brainmem": store(10000, (0.99, 0.5)),
                "lancedb": store(4000, (0.97, 3.0), (0.90, 0.4), (0.96, 2.0)),
                "milvus": store(1000, (0.99, 2.5)), "qdrant": store(500, (0.80, 0.1)),
-               "faiss": store(0, (0.99, 0.25))}
+               "faiss": store(0, (0.95, 0.1), (0.99, 0.25))}
     found = ratios(systems, "100", pipeline_p99_ms=1.5)
     # lancedb at 0.96 / 2.0 ms: its faster 0.90 setting and qdrant's 0.80 do not count
     assert found["fastest_store"] == "lancedb" and found["fastest_store_p99_ms"] == 2.0
-    assert found["p99_over_fastest_store"] == 0.25 and found["p99_over_faiss"] == 2.0
+    assert found["p99_over_fastest_store"] == 0.25
+    assert found["p99_over_faiss"] == 2.0  # FAISS at the setting that matches our recall 0.99
     assert found["pipeline_no_embed_p99_over_fastest_store"] == 0.75
     assert found["fastest_ingest_store"] == "lancedb" and found["ingest_over_fastest_store"] == 2.5
 

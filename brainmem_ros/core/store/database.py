@@ -46,6 +46,7 @@ class Database:
         self.on_begin: Callable[[sqlite3.Connection], None] = lambda conn: None
         self.revision = 0
         self.write_error: Optional[str] = None
+        self.counts_generation = False  # set once the schema (its meta table) exists
 
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +127,8 @@ class Database:
             raise StoreUnavailable(self.write_error) from exc
         try:
             self.on_begin(self.conn)
+            if self.counts_generation:  # a RAM snapshot saved at another generation is stale
+                self.conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
             yield self.conn
             self.conn.execute("COMMIT")
         except BaseException as exc:

@@ -9,9 +9,10 @@ rarity for lexical recall) and ``blobs`` (how vectors are stored).
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -27,11 +28,15 @@ from brainmem_ros.core.store.outbox import Outbox
 from brainmem_ros.core.store.partitions import VectorPartitions, owner
 from brainmem_ros.core.store.queries import Reader
 from brainmem_ros.core.store.schema import create_schema
+from brainmem_ros.core.store.snapshot import discard_snapshot, load_snapshot, save_snapshot
 from brainmem_ros.core.store.terms import TermCounts
 from brainmem_ros.core.store.writes import AccessLog, Writer
 from brainmem_ros.core.trace import Entry, Position, Zone
 
 __all__ = ["LongTermStore"]
+
+log = logging.getLogger("brainmem_ros.store")
+_LOAD_CHUNK = 50000  # rows read from SQLite at a time while the store opens
 
 
 class LongTermStore:
@@ -51,6 +56,7 @@ class LongTermStore:
         self._codec = VectorCodec(dim, embedding_precision)
         self.index_settings = index or IndexSettings(dim=dim)
         self.created_new = not self.path.exists()
+        self.opened_from = "sqlite"  # or "snapshot": what RAM was filled from (snapshot.py)
         self._db = Database(self.path, synchronous)
         self._vectors = VectorPartitions(self.path, self.index_settings, self._db.lock,
                                          index_save_every)
@@ -58,6 +64,7 @@ class LongTermStore:
         try:
             self._db.open()
             per_row_fts_trigger = create_schema(self._db, dim, model_name, fixed_frame)
+            self._db.counts_generation = True
         except (sqlite3.Error, OSError, StoreUnavailable) as exc:
             self._db.close()  # refused (another model, another dimension): let the file go
             if isinstance(exc, StoreUnavailable):
@@ -72,18 +79,41 @@ class LongTermStore:
         self._reader = Reader(self._db, self._vectors, self._terms, self._codec, self._access)
         self._load()
 
+    def _stamp(self) -> dict:
+        """Return what a RAM snapshot must have been saved at to be adopted (``snapshot.py``)."""
+        generation = self._db.conn.execute(
+            "SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        entries, last = self._db.conn.execute("SELECT COUNT(*), MAX(rowid) FROM entries").fetchone()
+        return {"generation": int(generation[0]) if generation else -1, "entries": entries,
+                "last_rowid": last, "dim": self.dim}
+
     def _load(self) -> None:
         with self._db.lock:
-            rows = self._db.conn.execute(
-                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance,"
-                " last_access, confidence, content, entity_text FROM entries ORDER BY rowid"
-            ).fetchall()
-            self._terms.count([(owner(r[1], bool(r[2])), f"{r[10]} {r[11] or ''}") for r in rows],
-                              +1)
+            saved = load_snapshot(self._vectors.folder, self._stamp())
+            if saved is not None:
+                arrays, extra = saved
+                try:
+                    self._vectors.restore(arrays, extra["partitions"])
+                    self._terms.restore(extra["terms"])
+                    self.opened_from = "snapshot"
+                    return
+                except (KeyError, ValueError, TypeError) as exc:
+                    log.warning("ignoring the store's RAM snapshot (%s); reading SQLite", exc)
+                    self._vectors.reset()
             warnings = [
                 r[0] for r in self._db.conn.execute("SELECT rowid FROM entries WHERE warning = 1")
             ]
-        self._vectors.load(rows, self._codec.decode, warnings)
+            rows = self._db.conn.execute(
+                "SELECT rowid, agent_id, shared, zone, created, superseded, embedding, importance,"
+                " last_access, confidence, content, entity_text FROM entries ORDER BY rowid")
+            self._vectors.load(self._counted(rows), self._codec.decode, warnings)
+
+    def _counted(self, rows: sqlite3.Cursor) -> Iterator[list[tuple]]:
+        """Chunks of the store's rows, their words counted for lexical recall on the way."""
+        while chunk := rows.fetchmany(_LOAD_CHUNK):
+            self._terms.count([(owner(r[1], bool(r[2])), f"{r[10]} {r[11] or ''}")
+                               for r in chunk], +1)
+            yield chunk
 
     @property
     def rebuilt_partitions(self) -> list[str]:
@@ -261,6 +291,17 @@ class LongTermStore:
     def archive_count(self) -> int:
         return self._archive.count()
 
+    def _save_snapshot(self) -> None:
+        """Save what is in RAM for the next open; a failure only costs that open a full read."""
+        try:
+            arrays, keys = self._vectors.snapshot()
+            save_snapshot(self._vectors.folder, self._stamp(), arrays,
+                          {"partitions": keys, "terms": self._terms.export()})
+        except (OSError, ValueError, sqlite3.Error) as exc:
+            log.warning("could not save the store's RAM snapshot (%s); the next open reads SQLite",
+                        exc)
+            discard_snapshot(self._vectors.folder)
+
     def close(self) -> None:
         """Flush, let the graphs catch up and save them, stop the indexer, close the file."""
         if self._db.conn is None:
@@ -272,6 +313,7 @@ class LongTermStore:
             try:
                 self._access.flush()
                 self._vectors.save()
+                self._save_snapshot()
             finally:
                 self._vectors.indexer.stop()
                 self._db.close()

@@ -48,7 +48,7 @@ class Partition:
         self._reset()
 
     def _reset(self) -> None:
-        self._vectors = RowVectors(self.settings.dim, self.settings.ram_precision)
+        self._vectors = RowVectors(self.settings.dim)  # float32 until a graph (_fit_precision)
         self._rowids = np.zeros(0, dtype=np.int64)
         self._created = np.zeros(0, dtype=np.float64)
         self._hidden = np.zeros(0, dtype=bool)  # superseded: skipped unless asked for
@@ -87,16 +87,15 @@ class Partition:
             with self._graph_lock, self._rows_lock:
                 # filled from the tail by index_tail
                 self._current = Graph(self.settings, rows=self.alive_count())
+                self._fit_precision()
                 self._recount()
 
     @property
     def hnsw(self) -> Optional[faiss.IndexHNSW]:
         """The current graph's FAISS index (None while the partition is searched exactly)."""
-        return None if self._current is None else self._current.index
+        return self._current and self._current.index
 
-    @property
-    def indexed(self) -> int:
-        return self._in_graphs
+    indexed = property(lambda self: self._in_graphs)
 
     @property
     def tail(self) -> int:
@@ -183,6 +182,7 @@ class Partition:
             self._load_arrays(rowids, vectors, created, hidden)
             if had_graph and len(rowids) >= self.settings.exact_below:
                 self._build_locked()
+            self._fit_precision()
 
     def _load_arrays(self, rowids, vectors, created, hidden) -> None:
         """Hold these rows (``vectors``: a float32 matrix, or ``RowVectors`` of exactly them)."""
@@ -198,6 +198,13 @@ class Partition:
         self._graph_of[:n] = _TAIL
         self.position = {r: i for i, r in enumerate(rowids.tolist())}
         self.size = n
+
+    def live_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, RowVectors]:
+        """Rowids, creation times, superseded flags and vectors of the rows not deleted."""
+        with self._rows_lock:
+            keep = np.flatnonzero(~self._dead[:self.size])
+            return (self._rowids[keep], self._created[keep], self._hidden[keep],
+                    self._vectors.subset(keep))
 
     def vector(self, rowid: int) -> Optional[np.ndarray]:
         pos = self.position.get(rowid)
@@ -229,7 +236,8 @@ class Partition:
                 if kind == _HISTORY and self._history is None:
                     self._history = Graph(self.settings, history=True)
                 graph = self._current if kind == _CURRENT else self._history
-                graph.prepare(self._training_sample)
+                graph.prepare(lambda: self._vectors.sample(  # a quantised graph's value ranges
+                    np.flatnonzero(~self._dead[:self.size]), self.settings.training_rows))
                 graph.index.add(np.ascontiguousarray(vectors[mask]))
                 with self._rows_lock:
                     self._adopt_labels(kind, graph, todo[mask])
@@ -256,13 +264,6 @@ class Partition:
         if kind == _HISTORY:
             self._reopened.update(positions[current].tolist())
 
-    def _training_sample(self, positions: Optional[np.ndarray] = None) -> np.ndarray:
-        """Rows a compact graph learns its int8 ranges from (the live rows, or ``positions``)."""
-        with self._rows_lock:
-            if positions is None:
-                positions = np.flatnonzero(~self._dead[:self.size])
-            return self._vectors.sample(positions, self.settings.training_rows)
-
     def _install(self, kind: int, graph: Graph, positions: np.ndarray) -> None:
         """Make ``graph``, whose labels are the rows at ``positions``, the graph of ``kind``."""
         self._adopt_labels(kind, graph, positions)
@@ -270,6 +271,12 @@ class Partition:
             self._current = graph
         else:
             self._history = graph
+        self._fit_precision()
+
+    def _fit_precision(self) -> None:
+        """Hold the rows as ``ram_precision`` once a graph searches them, float32 while exact."""
+        wanted = self.settings.ram_precision if self._current is not None else "float32"
+        self._vectors = self._vectors.as_precision(wanted, self.size)
 
     def _recount(self) -> None:
         n = self.size
@@ -472,8 +479,7 @@ class Partition:
                     positions, sims = graph.search(query, k, labels_allowed)
                 found_pos.append(positions)
                 found_sims.append(sims)
-            # Rows in no graph yet, and (for default queries) history rows that are current again,
-            # are scored exactly.
+            # Scored exactly: rows in no graph yet, and history rows current again (default queries)
             low = min(self._low, n)
             extra = np.flatnonzero(allowed[low:n] & (self._graph_of[low:n] == _TAIL)) + low
             if not include_hidden and self._reopened:

@@ -23,6 +23,7 @@ from brainmem_ros.core.store.graph import IndexSettings
 from brainmem_ros.core.store.indexer import GraphIndexer
 from brainmem_ros.core.store.partition import Partition
 from brainmem_ros.core.store.rerank_inputs import RerankInputs
+from brainmem_ros.core.store.rows import RowVectors
 from brainmem_ros.core.trace import Entry, Zone
 
 __all__ = ["VectorPartitions", "SHARED_OWNER", "owner"]
@@ -62,6 +63,15 @@ class VectorPartitions:
         self.rebuilt: list[str] = []
         self.indexer = GraphIndexer(self)
 
+    def reset(self) -> None:
+        """Forget every partition (before a full read, after a snapshot failed half-way)."""
+        with self.lock:
+            self.partitions.clear()
+            self.where.clear()
+            self.scoring = RerankInputs()
+            self.warning_rowids = set()
+            self.rebuilt = []
+
     def graph_path(self, key: tuple[str, str]) -> Path:
         name = "shared" if key[0] == SHARED_OWNER else \
             "".join(c if c.isalnum() or c in "-_" else "_" for c in key[0])
@@ -69,40 +79,77 @@ class VectorPartitions:
         return self.folder / f"{name}-{digest}-{key[1]}.faiss"
 
     # -- loading and saving ----------------------------------------------------------------------
-    def load(self, rows: Sequence[tuple], decode: Callable[[list[bytes]], np.ndarray],
+    def load(self, chunks: Iterable[Sequence[tuple]], decode: Callable[[list[bytes]], np.ndarray],
              warning_rowids: Iterable[int]) -> None:
         """Fill every partition from SQLite rows and reuse saved graphs where they still fit.
 
-        ``rows``: (rowid, agent_id, shared, zone, created, superseded, embedding blob, importance,
-        last_access, confidence, ...) in rowid order; ``decode`` turns blobs into vectors (one
-        partition at a time, so a large store is never decoded twice over in RAM).
+        ``chunks``: lists of (rowid, agent_id, shared, zone, created, superseded, embedding blob,
+        importance, last_access, confidence) in rowid order; ``decode`` turns blobs into vectors.
+        A chunk at a time, so that a large store is never held twice over in RAM while it opens.
         """
         with self.lock:
             self.scoring = RerankInputs()
-            self.scoring.add([r[0] for r in rows],
-                             np.array([(r[7], r[8], r[4], 1.0 if r[9] is None else r[9])
-                                       for r in rows], dtype=np.float64).reshape(len(rows), 4))
             self.warning_rowids = set(warning_rowids)
-        grouped: dict[tuple[str, str], list] = defaultdict(list)
-        for row in rows:
-            grouped[(owner(row[1], bool(row[2])), row[3])].append(row)
-        for key, group in grouped.items():
-            key = self.keys.setdefault(key, key)
-            part = Partition(self.settings)
-            rowids = np.fromiter((r[0] for r in group), dtype=np.int64, count=len(group))
-            vectors = decode([r[6] for r in group])
-            created = np.fromiter((r[4] for r in group), dtype=np.float64, count=len(group))
-            hidden = np.fromiter((bool(r[5]) for r in group), dtype=bool, count=len(group))
-            part._load_arrays(rowids, vectors, created, hidden)
-            if part.size >= self.settings.exact_below and not part.load_graph(self.graph_path(key)):
+            for rows in chunks:
+                self.scoring.add([r[0] for r in rows],
+                                 np.array([(r[7], r[8], r[4], 1.0 if r[9] is None else r[9])
+                                           for r in rows], dtype=np.float64).reshape(len(rows), 4))
+                grouped: dict[tuple[str, str], list] = defaultdict(list)
+                for row in rows:
+                    grouped[(owner(row[1], bool(row[2])), row[3])].append(row)
+                for key, group in grouped.items():
+                    key = self.keys.setdefault(key, key)
+                    part = self.partitions.get(key) or self.partitions.setdefault(
+                        key, Partition(self.settings))
+                    rowids = np.fromiter((r[0] for r in group), dtype=np.int64, count=len(group))
+                    part.add(rowids, decode([r[6] for r in group]),
+                             np.fromiter((r[4] for r in group), dtype=np.float64, count=len(group)),
+                             np.fromiter((bool(r[5]) for r in group), dtype=bool, count=len(group)))
+                    self.where.update(dict.fromkeys(rowids.tolist(), key))
+            self._adopt_graphs()
+
+    def _adopt_graphs(self) -> None:
+        for key, part in self.partitions.items():
+            if part.size >= self.settings.exact_below and not part.load_graph(
+                    self.graph_path(key)):
                 log.info("building the vector index of %s/%s (%d entries)", key[0], key[1],
                          part.size)
                 part.build_hnsw()
                 self.rebuilt.append(f"{key[0]}/{key[1]}")
-            self.partitions[key] = part
-            for rowid in rowids.tolist():
-                self.where[rowid] = key
         self.indexer.wake()
+
+    def snapshot(self) -> tuple[dict[str, np.ndarray], list]:
+        """Arrays of every partition's live rows, the rerank inputs and the failures; the keys."""
+        with self.lock:
+            arrays: dict[str, np.ndarray] = {}
+            keys = []
+            for i, (key, part) in enumerate(self.partitions.items()):
+                rowids, created, hidden, vectors = part.live_rows()
+                arrays.update({f"p{i}_rowids": rowids, f"p{i}_created": created,
+                               f"p{i}_hidden": hidden})
+                held = vectors.arrays(len(rowids))
+                arrays.update({f"p{i}_{name}": a for name, a in held.items()})
+                keys.append(list(key))
+            arrays["scoring_rowids"], arrays["scoring_values"] = self.scoring.arrays()
+            arrays["warnings"] = np.array(sorted(self.warning_rowids), dtype=np.int64)
+            return arrays, keys
+
+    def restore(self, arrays: dict[str, np.ndarray], keys: list) -> None:
+        """Fill every partition from a ``snapshot`` (its graphs as at an open from SQLite)."""
+        with self.lock:
+            self.scoring = RerankInputs()
+            self.scoring.add(arrays["scoring_rowids"].tolist(), arrays["scoring_values"])
+            self.warning_rowids = set(arrays["warnings"].tolist())
+            for i, (who, zone) in enumerate(keys):
+                key = self.keys.setdefault((who, zone), (who, zone))
+                part = Partition(self.settings)
+                rowids = arrays[f"p{i}_rowids"]
+                part._load_arrays(rowids, RowVectors.from_arrays(
+                    self.settings.dim, arrays[f"p{i}_codes"], arrays.get(f"p{i}_scales")),
+                    arrays[f"p{i}_created"], arrays[f"p{i}_hidden"])
+                self.partitions[key] = part
+                self.where.update(dict.fromkeys(rowids.tolist(), key))
+            self._adopt_graphs()
 
     def save(self) -> None:
         """Save the approximate-search graphs.

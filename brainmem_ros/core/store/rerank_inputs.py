@@ -48,6 +48,12 @@ class RerankInputs:
         self._row.update(zip(rowids, range(self._used, self._used + n)))
         self._used += n
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return every rowid and its row of inputs (for the store's RAM snapshot)."""
+        rowids = np.fromiter(self._row.keys(), dtype=np.int64, count=len(self._row))
+        rows = np.fromiter(self._row.values(), dtype=np.int64, count=len(self._row))
+        return rowids, self._values[rows]
+
     def remove(self, rowid: int) -> None:
         self._row.pop(rowid, None)
         if self._used > 1024 and self._used > 2 * len(

@@ -1,7 +1,9 @@
 """A partition's vectors in RAM: float32, or int8 codes with one scale per row.
 
 At a million memories the float32 copy of every vector is 1.5 GB by itself, more than a small
-robot computer can give the store beside its planner and perception. int8 codes scaled per row
+robot computer can give the store beside its planner and perception. A partition searched exactly
+(no graph yet) keeps float32 all the same: it scores every row on every query, and converting its
+codes each time cost more than the memory it saves. int8 codes scaled per row
 (the row's largest component maps to 127) keep a unit vector's components within half a step of
 their value, so a cosine computed from them moves by about a thousandth; SQLite keeps the stored
 precision, so nothing is lost for good and a store can be reopened in either mode.
@@ -11,7 +13,7 @@ with a query, grow), so the partition's code does not depend on which one it hol
 """
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -43,12 +45,50 @@ class RowVectors:
         return self._codes.nbytes + self._scales.nbytes
 
     def grown(self, capacity: int, keep: int) -> "RowVectors":
-        """Return a copy with room for ``capacity`` rows holding this one's first ``keep``."""
+        """Return a copy with room for ``capacity`` rows holding this one's first ``keep``.
+
+        This one itself when it already has exactly that room (no second copy while a store opens).
+        """
+        if capacity == len(self):
+            return self
         new = RowVectors(self.dim, self.precision, capacity)
         new._codes[:keep] = self._codes[:keep]
         if self.compact:
             new._scales[:keep] = self._scales[:keep]
         return new
+
+    def as_precision(self, precision: str, size: int) -> "RowVectors":
+        """Return this one in ``precision`` (itself if it is already), its first ``size`` rows."""
+        if precision == self.precision:
+            return self
+        new = RowVectors(self.dim, precision, len(self))
+        for at in range(0, size, _CHUNK):
+            end = min(size, at + _CHUNK)
+            new.put(slice(at, end), self.take(slice(at, end)))
+        return new
+
+    def arrays(self, size: int) -> dict[str, np.ndarray]:
+        """Return the first ``size`` rows as held: ``codes`` (and ``scales`` for int8)."""
+        held = {"codes": self._codes[:size]}
+        if self.compact:
+            held["scales"] = self._scales[:size]
+        return held
+
+    @classmethod
+    def from_arrays(cls, dim: int, codes: np.ndarray,
+                    scales: Optional[np.ndarray] = None) -> "RowVectors":
+        """Hold ``codes`` as they are (int8 with ``scales``, or float32), refusing a mismatch."""
+        precision = "int8" if codes.dtype == np.int8 else "float32"
+        if codes.ndim != 2 or codes.shape[1] != dim or (precision == "float32") != (
+                codes.dtype == np.float32) or (precision == "int8") != (scales is not None):
+            raise ValueError(f"not {dim}-d rows: {codes.dtype} {codes.shape}")
+        if scales is not None and scales.shape != (len(codes), ):
+            raise ValueError("one scale per row")
+        rows = cls(dim, precision)
+        rows._codes = codes
+        if scales is not None:
+            rows._scales = scales.astype(np.float32, copy=False)
+        return rows
 
     def subset(self, rows: np.ndarray) -> "RowVectors":
         """Return a new ``RowVectors`` of just ``rows``, in their order, without decoding them."""

@@ -110,6 +110,8 @@ def create_schema(db: Database, dim: int, model_name: str, fixed_frame: str = "m
     _narrow_fts_update_trigger(db)
     _add_frames(db, fixed_frame)
     create_fleet_tables(db)
+    if not db.conn.execute("SELECT 1 FROM meta WHERE key = 'generation'").fetchone():
+        db.conn.execute("INSERT INTO meta VALUES ('generation', '0')")  # counted by every write
     per_row_fts_trigger = _index_text_per_batch(db)
     _widen_current_relations_index(db)
     meta = dict(db.conn.execute("SELECT key, value FROM meta").fetchall())

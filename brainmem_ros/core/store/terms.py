@@ -67,6 +67,18 @@ class TermCounts:
                 if self.owned.get(owner, 0) <= 0:
                     self.owned.pop(owner, None)
 
+    def export(self) -> dict:
+        """Return the counts as plain JSON-able data (for the store's RAM snapshot)."""
+        with self._lock:
+            return {"df": {owner: dict(df) for owner, df in self.df.items()},
+                    "owned": dict(self.owned)}
+
+    def restore(self, counts: dict) -> None:
+        """Adopt counts from ``export``, replacing these."""
+        with self._lock:
+            self.df = defaultdict(Counter, {o: Counter(df) for o, df in counts["df"].items()})
+            self.owned = Counter(counts["owned"])
+
     def rare(self, tokens: Sequence[str], owners: set[str], max_df: float) -> list[str]:
         """Return the tokens in at least one and at most ``max_df`` of the owners' memories."""
         with self._lock:
