@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from brainmem_ros.bench.peers import tie_aware_hits
 from brainmem_ros.bench.restart import measure_restart
+from brainmem_ros.core.store.snapshot import SNAPSHOT_DIR
 from brainmem_ros.bench.corpus import (CORPUS_NOW, cached_embeddings, embedding_cache_path,
                                        make_corpus, make_questions)
 from brainmem_ros.core.config import MemoryConfig
@@ -185,15 +186,19 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         stored = stored.flat()
         with_graphs = measure_restart(stored, queries, query_vectors)
         one_core = measure_restart(stored, queries, query_vectors, cpus=restart_cpus)
-        for graph in folder.glob("memory.db.index/*"):
-            graph.unlink()
+        # As after a crash: first with the graphs saved but no RAM snapshot, then with neither.
+        shutil.rmtree(folder / "memory.db.index" / SNAPSHOT_DIR, ignore_errors=True)
+        no_snapshot = measure_restart(stored, queries, query_vectors)
+        shutil.rmtree(folder / "memory.db.index", ignore_errors=True)
         rebuilt = measure_restart(stored, queries, query_vectors)
         nan = float("nan")
         restart = {"restart_s": with_graphs.get("restart_s", nan),
+                   "restart_no_snapshot_s": no_snapshot.get("restart_s", nan),
                    "restart_rebuild_s": rebuilt.get("restart_s", nan),
                    "store_rss_mb": with_graphs.get("store_rss_bytes", nan) / 2**20,
                    "store_peak_rss_mb": with_graphs.get("store_peak_rss_bytes", nan) / 2**20,
                    "restart": with_graphs, "restart_one_core": one_core,
+                   "restart_no_snapshot": no_snapshot,
                    "restart_rebuild": rebuilt}
         return {
             "entries": n,

@@ -78,6 +78,7 @@ def _main(argv: Sequence[str]) -> int:
     figures = {"restart_s": restart_s, "store_rss_bytes": _status_bytes("VmRSS"),
                "store_peak_rss_bytes": _status_bytes("VmHWM"),
                "rebuilt_partitions": len(memory.store.rebuilt_partitions),
+               "opened_from": memory.store.opened_from,
                "retrieve_no_embed_p99_ms": percentile(latencies, 99)}
     memory.close()
     Path(out).write_text(json.dumps(figures))

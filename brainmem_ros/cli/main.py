@@ -151,12 +151,15 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
     result = evaluate_retrieval(MiniLMEmbedder(args.backend), k=args.k)
     print(f"questions: {len(result.per_question)}  k = {result.k}")
-    print(f"fused pipeline recall@{result.k}: {result.fused_recall:.3f}   stale facts returned: "
-          f"{len(result.fused_stale)}")
-    print(f"vector alone   recall@{result.k}: {result.vector_recall:.3f}   stale facts returned: "
-          f"{len(result.vector_stale)}")
+    for name, rec, prec, stale in (
+            ("fused pipeline", result.fused_recall, result.fused_precision, result.fused_stale),
+            ("vector alone  ", result.vector_recall, result.vector_precision, result.vector_stale)):
+        print(f"{name} recall@{result.k}: {rec:.3f}  precision@{result.k}: {prec:.3f}"
+              f"  stale facts returned: {len(stale)}")
+    print("  recall (fused, vector)  precision (fused, vector)  question")
     for row in result.per_question:
-        print(f"  {row['fused_recall']:.2f}  {row['vector_recall']:.2f}  {row['query']}")
+        print(f"  {row['fused_recall']:.2f}  {row['vector_recall']:.2f}"
+              f"  {row['fused_precision']:.2f}  {row['vector_precision']:.2f}  {row['query']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))

@@ -12,7 +12,8 @@ from brainmem_ros.bench.peers import format_peer_table
 KEYS = {
     "retrieve_p50_ms", "retrieve_p99_ms", "retrieve_no_embed_p99_ms", "recall_at_10",
     "ingest_per_s", "ingest_preembedded_per_s", "forget_pass_s", "bytes_per_entry",
-    "retrieve_first_ms", "retrieve_no_embed_first_ms", "restart_s", "restart_rebuild_s",
+    "retrieve_first_ms", "retrieve_no_embed_first_ms", "restart_s", "restart_no_snapshot_s",
+    "restart_rebuild_s",
     "store_rss_mb", "store_peak_rss_mb"
 }
 
@@ -37,6 +38,8 @@ def test_bench_reports_every_key(minilm, tmp_path):
     assert list((tmp_path / "cache").glob("emb-300-*.npy")), "embeddings are cached on disk"
     # the store reopened in a process of its own, on one core too, answering with the model loaded
     assert figures["restart"]["rebuilt_partitions"] == 0
+    assert figures["restart"]["opened_from"] == "snapshot"
+    assert figures["restart_no_snapshot"]["opened_from"] == "sqlite"
     assert figures["restart_one_core"]["store_rss_bytes"] > 50 * 2**20
     assert figures["store_peak_rss_mb"] >= figures["store_rss_mb"]
 
