@@ -13,7 +13,7 @@ from brainmem_ros.core.store.partition import Partition
 from brainmem_ros.core.store.rows import RowVectors
 from brainmem_ros.core.trace import Zone
 
-from test_long_term import EMB, TEXTS, answers, fill
+from test_long_term import EMB, TEXTS, answers, fill, filled_and_closed
 
 COMPACT = IndexSettings(exact_below=50, ram_precision="int8", rescore_factor=2)
 FLOAT = IndexSettings(exact_below=50)
@@ -70,11 +70,7 @@ def test_a_compact_store_finds_what_the_float_store_finds(tmp_path):
 
 
 def test_a_compact_store_reopens_on_its_saved_graph_and_answers_as_before(tmp_path):
-    store = LongTermStore(tmp_path / "m.db", index=COMPACT)
-    fill(store)
-    assert store.wait_indexed(timeout=30)
-    before = answers(store)
-    store.close()
+    before = filled_and_closed(tmp_path / "m.db", COMPACT)
     again = LongTermStore(tmp_path / "m.db", index=COMPACT)
     assert again.rebuilt_partitions == [] and answers(again) == before
     again.close()

@@ -34,6 +34,27 @@ def fill(store, n=300, agent="a"):
     return store.add([entry(t, agent) for t in TEXTS[:n]])
 
 
+def crash_after_adding(path, texts):
+    """Add entries in another process, which then dies without closing the store."""
+    crash = ("import os, sys; sys.path[:0] = %r\n"
+             "from test_long_term import LongTermStore, IndexSettings, entry\n"
+             "s = LongTermStore(%r, index=IndexSettings(exact_below=50))\n"
+             "s.add([entry(t) for t in %r])\n"
+             "os._exit(0)\n" % (sys.path, str(path), list(texts)))
+    subprocess.run([sys.executable, "-c", crash], check=True, timeout=120,
+                   cwd=Path(__file__).parent)
+
+
+def filled_and_closed(path, settings):
+    """Fill a store, let its graphs take every row, close it; its answers before the close."""
+    store = LongTermStore(path, index=settings)
+    fill(store)
+    assert store.wait_indexed(timeout=30)
+    before = answers(store)
+    store.close()
+    return before
+
+
 def answers(store, agent="a"):
     out = []
     for text in TEXTS[::37]:
@@ -81,13 +102,7 @@ def test_rows_behind_a_saved_graph_become_its_tail_not_a_rebuild(tmp_path):
     store = LongTermStore(tmp_path / "m.db", index=settings)
     fill(store, n=200)
     store.close()
-    crash = ("import os, sys; sys.path[:0] = %r\n"
-             "from test_long_term import LongTermStore, IndexSettings, entry, TEXTS\n"
-             "s = LongTermStore(%r, index=IndexSettings(exact_below=50))\n"
-             "s.add([entry(t) for t in TEXTS[200:]])\n"
-             "os._exit(0)\n" % (sys.path, str(tmp_path / "m.db")))
-    subprocess.run([sys.executable, "-c", crash], check=True, timeout=120,
-                   cwd=Path(__file__).parent)
+    crash_after_adding(tmp_path / "m.db", TEXTS[200:])
     again = LongTermStore(tmp_path / "m.db", index=settings)
     assert again.rebuilt_partitions == [] and len(again) == 300
     last = EMB.embed([TEXTS[299]])[0]

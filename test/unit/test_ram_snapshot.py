@@ -5,9 +5,6 @@ miss new ones, so every way it can fall behind must cost a full read instead.
 """
 import shutil
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -16,7 +13,7 @@ from brainmem_ros.core.store.graph import IndexSettings
 from brainmem_ros.core.store.snapshot import SNAPSHOT_DIR
 from brainmem_ros.core.trace import Relation, Zone
 
-from test_long_term import EMB, TEXTS, answers, entry, fill
+from test_long_term import EMB, TEXTS, answers, crash_after_adding, entry, fill, filled_and_closed
 
 SETTINGS = IndexSettings(exact_below=50)
 
@@ -59,13 +56,7 @@ def test_a_write_after_the_snapshot_makes_it_stale(tmp_path):
     store = LongTermStore(tmp_path / "m.db", index=SETTINGS)
     fill(store, n=200)
     store.close()
-    crash = ("import os, sys; sys.path[:0] = %r\n"
-             "from test_long_term import LongTermStore, IndexSettings, entry\n"
-             "s = LongTermStore(%r, index=IndexSettings(exact_below=50))\n"
-             "s.add([entry('the kettle is on the windowsill')])\n"
-             "os._exit(0)\n" % (sys.path, str(tmp_path / "m.db")))
-    subprocess.run([sys.executable, "-c", crash], check=True, timeout=120,
-                   cwd=Path(__file__).parent)
+    crash_after_adding(tmp_path / "m.db", ["the kettle is on the windowsill"])
     again = LongTermStore(tmp_path / "m.db", index=SETTINGS)
     assert again.opened_from == "sqlite" and len(again) == 201
     q = EMB.embed(["the kettle is on the windowsill"])[0]
@@ -88,11 +79,7 @@ def test_rows_deleted_behind_the_stores_back_make_the_snapshot_stale(tmp_path):
 
 
 def test_a_damaged_snapshot_is_ignored_and_the_store_reads_sqlite(tmp_path):
-    store = LongTermStore(tmp_path / "m.db", index=SETTINGS)
-    fill(store)
-    assert store.wait_indexed(timeout=30)
-    before = answers(store)
-    store.close()
+    before = filled_and_closed(tmp_path / "m.db", SETTINGS)
     codes = sorted(snapshot_folder(tmp_path).glob("p*_codes.npy"))[0]
     codes.write_bytes(b"not an array")
     again = LongTermStore(tmp_path / "m.db", index=SETTINGS)
