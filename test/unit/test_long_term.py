@@ -45,6 +45,14 @@ def crash_after_adding(path, texts):
                    cwd=Path(__file__).parent)
 
 
+def delete_by_hand(path, n):
+    """Delete ``n`` entries with plain sqlite3, behind the store's back."""
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries LIMIT ?)", (n, ))
+    con.commit()
+    con.close()
+
+
 def filled_and_closed(path, settings):
     """Fill a store, let its graphs take every row, close it; its answers before the close."""
     store = LongTermStore(path, index=settings)
@@ -150,10 +158,7 @@ def test_index_is_rebuilt_when_missing_stale_or_corrupt(tmp_path):
     assert third.rebuilt_partitions and third.integrity()["index_ok"]
     third.close()
     # stale: rows added behind the saved graph's back (e.g. a crash before the index was saved)
-    con = sqlite3.connect(tmp_path / "m.db")
-    con.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries LIMIT 5)")
-    con.commit()
-    con.close()
+    delete_by_hand(tmp_path / "m.db", 5)
     fourth = LongTermStore(tmp_path / "m.db", index=settings)
     assert fourth.rebuilt_partitions and fourth.integrity()["index_ok"] and len(fourth) == 295
     fourth.close()

@@ -4,7 +4,6 @@ The snapshot is a cache of SQLite: adopting a stale one would answer from memori
 miss new ones, so every way it can fall behind must cost a full read instead.
 """
 import shutil
-import sqlite3
 
 import numpy as np
 
@@ -13,7 +12,8 @@ from brainmem_ros.core.store.graph import IndexSettings
 from brainmem_ros.core.store.snapshot import SNAPSHOT_DIR
 from brainmem_ros.core.trace import Relation, Zone
 
-from test_long_term import EMB, TEXTS, answers, crash_after_adding, entry, fill, filled_and_closed
+from test_long_term import (EMB, TEXTS, answers, crash_after_adding, delete_by_hand, entry, fill,
+                            filled_and_closed)
 
 SETTINGS = IndexSettings(exact_below=50)
 
@@ -69,10 +69,7 @@ def test_rows_deleted_behind_the_stores_back_make_the_snapshot_stale(tmp_path):
     store = LongTermStore(tmp_path / "m.db", index=SETTINGS)
     fill(store, n=100)
     store.close()
-    raw = sqlite3.connect(tmp_path / "m.db")
-    raw.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries LIMIT 3)")
-    raw.commit()
-    raw.close()
+    delete_by_hand(tmp_path / "m.db", 3)
     again = LongTermStore(tmp_path / "m.db", index=SETTINGS)
     assert again.opened_from == "sqlite" and len(again) == 97 == len(again._vectors.where)
     again.close()
