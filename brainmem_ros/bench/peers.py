@@ -189,9 +189,9 @@ def run_peers(sizes: Sequence[int], systems: Sequence[str], vectors_path: Path, 
     """``systems.<name>.<N>``: figures, or ``{"skipped": why}`` / ``{"error": what}``.
 
     ChromaDB, Qdrant and Milvus Lite are skipped above ``peer_max_size``: Qdrant's local mode
-    searches by brute force and says it is not meant for more than 20,000 points; ChromaDB and
-    Milvus Lite answered a filtered query at 100k in 0.3 and 0.7 s here (2026-12-07), which at a
-    million memories makes one run of the bench take hours.
+    searches by brute force and says it is not meant for more than 20,000 points, and the filtered
+    queries of all three are slow enough at 100k (docs/benchmarks.md) that one run at a million
+    memories would take hours.
     """
     report: dict = {name: {} for name in systems}
     for n in sizes:

@@ -1,7 +1,7 @@
 """What the store holds in RAM, saved at a clean close so that the next open need not rebuild it.
 
 Opening a store reads every row of SQLite, decodes every vector and counts every word: at a million
-memories that took most of a 20-second restart, on a robot that has just rebooted. At a clean
+memories that is most of a restart, on a robot that has just rebooted. At a clean
 close the store writes its partitions' rows (rowids, creation times, flags, vectors as held), the
 rerank inputs, the remembered failures and the word counts beside the graphs, stamped with the
 store's write generation (``meta.generation``, counted by every write transaction). The next open
