@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Optional
 from pathlib import Path
 
 
@@ -48,15 +49,7 @@ class Child:
 
     def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._unread.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                self._unread.put(None)
-                break
-            self.lines.append(line)
+        while (line := self._next_line(max(0.0, deadline - time.monotonic()))) is not None:
             if needle in line:
                 return line
         raise ReadyTimeout(f"{self.argv[0]} never printed {needle!r} within {timeout}s; "
@@ -78,16 +71,25 @@ class Child:
 
     def output(self) -> str:
         """Everything printed so far (what no wait has looked at yet included)."""
-        while True:
-            try:
-                line = self._unread.get_nowait()
-            except queue.Empty:
-                break
-            if line is None:
-                self._unread.put(None)
-                break
-            self.lines.append(line)
+        while self._next_line(None) is not None:
+            pass
         return "\n".join(self.lines)
+
+    def _next_line(self, timeout: Optional[float]) -> Optional[str]:
+        """Take the next unread line, waiting up to ``timeout`` (None: not at all).
+
+        None when no line came or the output has ended (the end mark stays for the next reader).
+        """
+        try:
+            line = self._unread.get(timeout=timeout) if timeout is not None \
+                else self._unread.get_nowait()
+        except queue.Empty:
+            return None
+        if line is None:
+            self._unread.put(None)
+            return None
+        self.lines.append(line)
+        return line
 
 
 def serve_node(node_class) -> None:

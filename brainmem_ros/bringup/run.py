@@ -29,6 +29,15 @@ from brainmem_ros.nodes.signals import hold
 __all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments"]
 
 
+def _namespace_or_none(namespace: str) -> Optional[str]:
+    """Return the namespace as ROS writes it, or None after saying why ROS would refuse it."""
+    try:
+        return check_namespace(namespace)
+    except ValueError as exc:
+        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
+        return None
+
+
 def ros_arguments(config: Optional[Path], store: Optional[str], namespace: str = "",
                   use_sim_time: bool = False, extra: Sequence[str] = (),
                   fleet: str = "") -> list[str]:
@@ -60,10 +69,8 @@ def bringup(config: Optional[Path] = None, store: Optional[str] = None,
             captions: bool = False, fleet: str = "") -> int:
     """Run the stack's nodes in this process until a stop is asked for (``--one-process``)."""
     stop = hold()
-    try:
-        namespace = check_namespace(namespace)
-    except ValueError as exc:
-        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
+    namespace = _namespace_or_none(namespace)
+    if namespace is None:
         return 2
     import rclpy
     from rclpy.parameter import Parameter
@@ -140,10 +147,8 @@ def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None
     stops them as soon as they can, and the exit is 0 when they all closed cleanly.
     """
     stop = hold()
-    try:
-        namespace = check_namespace(namespace)
-    except ValueError as exc:
-        print(f"[FATAL] brainmem-ros bringup: {exc}", file=sys.stderr, flush=True)
+    namespace = _namespace_or_none(namespace)
+    if namespace is None:
         return 2
     args = ros_arguments(config, store, namespace, use_sim_time, extra_ros_args, fleet)
     specs = stack(demo, captions)

@@ -8,13 +8,13 @@ hazard at the stove, then takes the latched markers store_node publishes and dra
 """
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from brainmem_ros.demo.run import stop_stack
 
 __all__ = ["run_map_demo", "WALK"]
 
@@ -100,9 +100,4 @@ def run_map_demo(png: Path, timeout_s: float = 120.0) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGINT)
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+        stop_stack(child)

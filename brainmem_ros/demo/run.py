@@ -25,6 +25,16 @@ __all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
 DEMO_SEEDS = "0-9"
 
 
+def stop_stack(child: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """Ask a bringup started in its own process group to stop; kill it if it does not in time."""
+    if child.poll() is None:
+        os.killpg(child.pid, signal.SIGINT)
+        try:
+            child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+
+
 def run_demo(out: Path = Path("results"), seeds: str = DEMO_SEEDS) -> int:
     from brainmem_ros.evaluation.plot import plot_eval
     from brainmem_ros.evaluation.runner import EvalSettings, parse_seeds, table, write_json
@@ -131,9 +141,4 @@ def run_bag_demo(timeout_s: float = 120.0) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGINT)
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+        stop_stack(child)
