@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from brainmem_ros import __version__
 from brainmem_ros.cli.robot_verbs import add_robot_verbs
+from brainmem_ros.cli.study_verbs import add_study_verbs
 from brainmem_ros.core.embedding import BACKENDS
 
 Verb = Callable[[argparse.Namespace], int]
@@ -179,8 +180,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                                       if c.strip()], window=args.window,
             seeds=parse_seeds(args.seeds), max_steps=args.max_steps, attempts=args.attempts,
             interruptions=args.interruptions, fold=args.fold, game_params=args.game_params or "",
-            top_k=args.top_k, planner=args.planner, config_path=str(args.config
-                                                                    or ""), lifelong=args.lifelong)
+            top_k=args.top_k, planner=args.planner, config_path=str(args.config or ""),
+            lifelong=args.lifelong, llm_model=args.llm_model, llm_choose=args.llm_choose)
         if args.fleet:
             from brainmem_ros.evaluation.fleet import evaluate_fleet, fleet_table
 
@@ -355,7 +356,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
 
     ev = verbs.add_parser(
         "eval", help="task success with and without memory on our kitchen or CookingWorld")
-    ev.add_argument("--env", choices=("kitchen", "cookingworld"), default="kitchen")
+    ev.add_argument("--env", choices=("kitchen", "cookingworld", "textworld"), default="kitchen")
     ev.add_argument("--conditions", default="window,brainmem,full",
                     help="comma-separated: window, brainmem, full")
     ev.add_argument("--window", type=int, default=5,
@@ -366,8 +367,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
                     help="CookingWorld fold (test: acceptance only)")
     ev.add_argument(
         "--game-params", default=None,
-        help="environment parameters, e.g. numLocations=8,numIngredients=4 "
-        "(CookingWorld) or hazard_rate=1.0 (kitchen)")
+        help="environment parameters, e.g. numLocations=8,numIngredients=4 (CookingWorld), "
+        "recipe=3,take=2,go=6,open=1,cook=1,cut=1,drop=0 (TextWorld) or hazard_rate=1.0 (kitchen)")
     ev.add_argument("--interruptions", action="store_true",
                     help="a timer rings in another room at a random step")
     ev.add_argument("--attempts", type=int, default=1,
@@ -386,6 +387,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     ev.add_argument(
         "--planner", choices=("scripted", "llm"), default="scripted",
         help="llm: an OpenAI-compatible endpoint from BRAINMEM_LLM_BASE_URL / _MODEL / _API_KEY")
+    ev.add_argument("--llm-model", default="", choices=("", "smollm2-135m", "gemma3-270m"),
+                    help="serve this small model locally with llama.cpp for --planner llm")
+    ev.add_argument("--llm-choose", choices=("generate", "score"), default="generate",
+                    help="llm: free generation mapped to an action, or each valid action scored "
+                    "by its mean log-probability")
     ev.add_argument("--config", type=Path, default=None,
                     help="memory parameter file (default: built-in defaults)")
     ev.add_argument(
@@ -406,6 +412,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Verb]]:
     handlers["inspect"] = _cmd_inspect
 
     add_robot_verbs(verbs, handlers)
+    add_study_verbs(verbs, handlers)
 
     lt = verbs.add_parser(
         "loadtest", help="N client processes on /retrieve_memory while observations stream in")

@@ -171,7 +171,8 @@ class RetrievalSection:
     min_relevance: float = p(0.3,
                              "candidates less relevant than this are dropped however important",
                              0.0, 1.0)
-    vector_candidates: int = p(16, "candidates from vector recall", 1, 10000)
+    vector_candidates: int = p(16, "candidates from vector recall (0: vector recall off)", 0,
+                               10000)
     lexical_candidates: int = p(
         10, "candidates from lexical recall, in long-term memory (FTS5) and in working "
         "memory (words in common) each", 0, 10000)

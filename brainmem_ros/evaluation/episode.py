@@ -71,6 +71,7 @@ class EpisodeRecord:
     timer_handled: bool
     retrieve_ms: list = field(default_factory=list)
     actions: list = field(default_factory=list)
+    decide_ms: list = field(default_factory=list)  # the planner's time per step
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -125,6 +126,7 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
         memory.observe(state.observation)
     temporary = ""
     retrieve_ms: list[float] = []
+    decide_ms: list[float] = []
     steps = 0
     while not state.done and steps < max_steps:
         context = PlanningContext(state.task, state.observation, list(state.valid_actions),
@@ -133,7 +135,9 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
             t0 = time.perf_counter()
             context.memory_prompt = _recall(memory, planner, context)
             retrieve_ms.append((time.perf_counter() - t0) * 1000.0)
+        t0 = time.perf_counter()
         action = planner.decide(context)
+        decide_ms.append((time.perf_counter() - t0) * 1000.0)
         state = env.step(action)
         steps += 1
         history.append((action, state.observation))
@@ -153,4 +157,4 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
                          str(state.info.get("failure", "")) if state.failed else "", steps,
                          bool(state.info.get("interrupted", False)),
                          bool(state.info.get("timer_handled", False)), retrieve_ms,
-                         [a for a, _ in history[1:]])
+                         [a for a, _ in history[1:]], decide_ms)

@@ -11,6 +11,7 @@ hand-built episodes).
   seed had already ended in at an earlier attempt (same failure: same cause, e.g. the same
   hazard or the same fatal action). None with one attempt.
 - retrieve_p50_ms: median time of the memory recall before an action (``core.latency.percentile``).
+- decide_p50_ms: median time the planner took to choose an action (a language model's step).
   None without memory.
 """
 from __future__ import annotations
@@ -66,5 +67,6 @@ def summarise(episodes: Sequence[EpisodeRecord]) -> dict:
             for a in attempts
         },
         "retrieve_p50_ms": percentile(times, 50),
+        "decide_p50_ms": percentile([ms for e in episodes for ms in e.decide_ms], 50),
         "retrieve_calls": len(times),
     }

@@ -10,6 +10,7 @@ earlier failures.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import tempfile
@@ -29,7 +30,8 @@ class EvalSettings:
                  window: int = 5, seeds: Sequence[int] = tuple(range(10)), max_steps: int = 100,
                  attempts: int = 1, interruptions: bool = False, fold: str = "dev",
                  game_params: str = "", top_k: int = 5, planner: str = "scripted",
-                 config_path: str = "", lifelong: bool = False):
+                 config_path: str = "", lifelong: bool = False, llm_model: str = "",
+                 llm_choose: str = "generate"):
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown or not conditions:
             raise ValueError(f"unknown condition(s) {unknown}; choose from {', '.join(CONDITIONS)}")
@@ -44,6 +46,7 @@ class EvalSettings:
         self.fold, self.game_params, self.top_k = fold, game_params, top_k
         self.planner, self.config_path = planner, config_path
         self.lifelong = lifelong
+        self.llm_model, self.llm_choose = llm_model, llm_choose
 
     def to_dict(self) -> dict:
         return dict(vars(self), seeds=list(self.seeds), conditions=list(self.conditions))
@@ -79,11 +82,13 @@ def make_env(settings: EvalSettings):
             "fold": settings.fold,
             "game_params": settings.game_params or DEFAULT_GAME_PARAMS
         }
+    if settings.env == "textworld":
+        options = {"game_params": settings.game_params or ""}
     env = make_environment(settings.env, **options)
     return Interruptions(env) if settings.interruptions else env
 
 
-def make_planner(settings: EvalSettings):
+def make_planner(settings: EvalSettings, base_url: str = ""):
     if settings.planner == "scripted":
         from brainmem_ros.planning.scripted import ScriptedPlanner
 
@@ -91,7 +96,8 @@ def make_planner(settings: EvalSettings):
     if settings.planner == "llm":
         from brainmem_ros.planning.llm import LLMPlanner
 
-        return LLMPlanner()
+        return LLMPlanner(base_url=base_url, model=settings.llm_model,
+                          choose=settings.llm_choose) if base_url else LLMPlanner()
     raise ValueError(f"unknown planner {settings.planner!r}; one of scripted, llm")
 
 
@@ -106,8 +112,14 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
 
     config = MemoryConfig.from_yaml(
         settings.config_path) if settings.config_path else MemoryConfig()
+    served = contextlib.ExitStack()
+    base_url = ""
+    if settings.planner == "llm" and settings.llm_model:  # a local model, served for the run
+        from brainmem_ros.planning.llm_server import serve
+
+        base_url = served.enter_context(serve(settings.llm_model))
     env = make_env(settings)
-    planner = make_planner(settings)
+    planner = make_planner(settings, base_url)
     if "brainmem" in settings.conditions and embedder is None:
         embedder = MiniLMEmbedder.configured(config.embedding)
     report = {"config": settings.to_dict(), "machine": platform.platform(), "conditions": {}}
@@ -144,6 +156,7 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
                 report["conditions"][condition] = summary
     finally:
         env.close()
+        served.close()
     report["wall_s"] = round(time.time() - started, 1)
     return report
 
@@ -156,14 +169,15 @@ def _fmt(value, percent: bool = True) -> str:
 
 def table(report: dict) -> str:
     head = (f"{'condition':10} {'episodes':>8} {'success':>8} {'steps':>6} {'recovery':>9} "
-            f"{'repeat-fail':>11} {'retrieve p50':>12}")
+            f"{'repeat-fail':>11} {'retrieve p50':>12} {'decide p50':>11}")
     lines = [head, "-" * len(head)]
     for name, c in report["conditions"].items():
         p50 = f"{c['retrieve_p50_ms']:.1f} ms" if c.get("retrieve_p50_ms") is not None else "-"
+        decide = f"{c['decide_p50_ms']:.0f} ms" if c.get("decide_p50_ms") is not None else "-"
         lines.append(
             f"{name:10} {c['episodes']:>8} {_fmt(c['success_rate']):>8} {c['mean_steps']:>6.1f} "
             f"{_fmt(c['interruption_recovery_rate']):>9} {_fmt(c['repeat_failure_rate']):>11} "
-            f"{p50:>12}")
+            f"{p50:>12} {decide:>11}")
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
-"""Text environments the planners are evaluated on: our kitchen and TextWorldExpress CookingWorld.
+"""Text environments the planners are evaluated on: ours, CookingWorld and TextWorld's kitchens.
 
-Both speak the same small interface (``Environment``): a task text, an observation text, the valid
+Our kitchen, TextWorldExpress CookingWorld and Microsoft TextWorld's cooking games all speak the
+same small interface (``Environment``): a task text, an observation text, the valid
 actions, and done / success / failure. Nothing else crosses to the planner.
 """
 from brainmem_ros.kitchen.base import Environment, EnvState, EnvironmentError_
@@ -14,10 +15,9 @@ __all__ = [
 
 
 def make_environment(name: str, **options) -> Environment:
-    """Make an environment by name: ``kitchen`` or ``cookingworld``.
+    """Make an environment by name: ``kitchen``, ``cookingworld`` or ``textworld``.
 
-    ``kitchen`` or ``cookingworld``; options are the environment's own (fold, game_params,
-    tasks...).
+    Options are the environment's own (fold, game_params, tasks...).
     """
     if name == "kitchen":
         params = options.pop("game_params", "")
@@ -27,4 +27,10 @@ def make_environment(name: str, **options) -> Environment:
         from brainmem_ros.kitchen.cookingworld import CookingWorld
 
         return CookingWorld(**options)
-    raise EnvironmentError_(f"unknown environment {name!r}; one of kitchen, cookingworld")
+    if name == "textworld":
+        from brainmem_ros.kitchen.textworld_cooking import TextWorldCooking
+
+        options.pop("fold", None)  # games are made from seeds: there are no folds
+        return TextWorldCooking(**options)
+    raise EnvironmentError_(
+        f"unknown environment {name!r}; one of kitchen, cookingworld, textworld")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from brainmem_ros.kitchen.base import EnvState, EnvironmentError_
 
-__all__ = ["CookingWorld", "DEFAULT_GAME_PARAMS"]
+__all__ = ["CookingWorld", "DEFAULT_GAME_PARAMS", "ENGINE_DEFAULTS"]
 
-DEFAULT_GAME_PARAMS = ("numLocations=8,numIngredients=4,numDistractorItems=5,includeDoors=0,"
-                       "limitInventorySize=0")
+# The engine's own defaults: eleven rooms, closed doors between them, a limited inventory.
+ENGINE_DEFAULTS = {"numLocations": 11, "numIngredients": 3, "numDistractorItems": 10,
+                   "includeDoors": 1, "limitInventorySize": 1}
+DEFAULT_GAME_PARAMS = ",".join(f"{k}={v}" for k, v in ENGINE_DEFAULTS.items())
 FOLDS = ("train", "dev", "test")
 
 
@@ -50,6 +52,15 @@ class CookingWorld:
                                     generateGoldPath=False)
         self.task = infos["taskDescription"]
         return self._state(obs, infos, "")
+
+    def gold_path(self, seed: int) -> list[str]:
+        """Return the engine's own solution of a game: how long a game is, independent of us."""
+        if not 0 <= seed < len(self.seeds):
+            raise EnvironmentError_(
+                f"seed {seed} outside the {self.fold} fold's {len(self.seeds)} games")
+        self.env.reset(seed=self.seeds[seed], gameFold=self.fold, generateGoldPath=True)
+        self.task = ""
+        return list(self.env.getGoldActionSequence())
 
     def step(self, action: str) -> EnvState:
         if not self.task:

@@ -24,15 +24,32 @@ ROUTINE_VERBS = ("move", "go", "look", "examine", "inventory", "read", "open", "
                  "drop")
 _ARTICLES = re.compile(r"\b(?:the|a|an|some)\b\s*")
 _HERE = re.compile(r"you are in the ([a-z][a-z ]*?)(?:\.|$)")
+_HEADER = re.compile(r"^-= ([a-z][a-z ]*?) =-", re.M)  # a room's name as its title
+_WAY = re.compile(r"\b(?:exit|entranceway|going|leading) (?:to the )?(north|south|east|west)\b")
+_NAMED_SHUT = re.compile(r"\bclosed ([a-z][a-z -]*?door) leading (north|south|east|west)\b")
+_OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 _EXIT = re.compile(r"to the (north|south|east|west) you see the ([a-z][a-z ]*?)(?:\.|$)")
-_MENTION = re.compile(r"\b(?:a|an|some) ([a-z][a-z -]*?)(?= that\b|,| and\b|\.|$| on it| pinned\b)")
+_SHUT = re.compile(r"to the (north|south|east|west) you see an? closed [a-z -]*?door\b")
+_REVEAL = re.compile(r"you open the [a-z -]*?door, revealing the ([a-z][a-z ]*?)(?:\.|$)")
+_DOOR_CLOSED = re.compile(r"\bdoor is closed\b|\bopen (?:the )?([a-z][a-z -]*?door) first\b")
+_CAPACITY = re.compile(r"maximum capacity is (\d+) items|has (\d+) items,? and is full")
+_MENTION = re.compile(
+    r"\b(?:a|an|some) (?:closed |open |opened )?([a-z][a-z -]*?)"
+    r"(?= that\b|,| and\b|\.|$| on it| pinned\b|!|\?| nearby\b| close by\b| is\b)")
 _HOLDS = re.compile(
     r"\b(?:a|an|some) (?:open )?([a-z][a-z -]*?),? that (?:has|contains) (.+?)(?: on "
     r"it)?(?=[.;]|, (?:a|an) [a-z -]+ that|, and (?:a|an) |$)")
 _OPENED = re.compile(
     r"you open the ([a-z][a-z ]*?)\.\s*(?:the [a-z ]+ contains (.+?)\.|it(?: is|'s) empty)")
-_CLOSED = re.compile(r"\b(?:a|an) ([a-z][a-z -]*?) that is closed")
-_TAKE = re.compile(r"you take the ([a-z][a-z -]*?)(?: from the [a-z ]+)?(?:\.|$| \(success\))")
+_CLOSED = re.compile(r"\b(?:a|an) ([a-z][a-z -]*?) that is closed|\ba closed ([a-z][a-z -]*?)"
+                     r"(?= is\b| nearby\b| close by\b| in the room\b| here\b|[.,!])")
+_REVEALING = re.compile(r"you open the ([a-z][a-z -]*?), revealing (.+?)[.!]")
+_SHOWN_ON = re.compile(r"\b(?:on|in) the ([a-z][a-z -]*?),? you (?:can )?(?:see|make out|find) "
+                       r"(.+?)[.!]")
+_SEEN_ON = re.compile(
+    r"\byou (?:can )?(?:see|make out) ([^.!?]+?) (?:on|in) the ([a-z][a-z -]*?)[.!]")
+_TAKE = re.compile(r"you (?:take|pick up) the ([a-z][a-z -]*?)(?: from the [a-z ]+)?"
+                   r"(?:\.|$| \(success\))")
 _DROP = re.compile(
     r"you (?:drop|put) the ([a-z][a-z -]*?) (?:in|on|into|onto) the ([a-z][a-z -]*?)(?:\.|$| "
     r"\(success\))")
@@ -41,7 +58,8 @@ _ALARM = re.compile(
     r"]*?)[!.]\s*([^.!\n]*)")
 _STILL = re.compile(r"the ([a-z][a-z ]*?) is still (?:ringing|beeping) in the ([a-z][a-z ]*?)\.")
 _FAILED_WORDS = ("you can't", "unknown action", "not sure what you mean", "failed",
-                 "nothing happens", "you don't", "there is no")
+                 "nothing happens", "you don't", "there is no", "still miss", "still needs",
+                 "first.")
 _AGO = re.compile(r"^(just now|\d+ s ago|\d+ min ago|\d+ h ago|\d+ days ago):\s*")
 
 
@@ -70,6 +88,11 @@ class Belief:
     room: str = ""
     visited: set = field(default_factory=set)
     exits: dict = field(default_factory=dict)  # room -> {direction: room}
+    shut: dict = field(default_factory=dict)  # room -> directions behind a closed door
+    doors: dict = field(default_factory=dict)  # room -> {direction: the door's name}
+    opened: set = field(default_factory=set)  # containers seen opened
+    seen_here: dict = field(default_factory=dict)  # room -> its last description
+    capacity: Optional[int] = None  # how many things fit in hand, once a text has said
     where: dict = field(default_factory=dict)  # thing -> (room, holder or "")
     fixtures: dict = field(default_factory=dict)  # phrase seen in a room description -> room
     closed: dict = field(default_factory=dict)  # room -> containers last seen closed
@@ -88,14 +111,13 @@ class Belief:
         words = s.split()
         verb, rest = words[0], " ".join(words[1:])
         forms = {
-            verb, verb + "d", verb + "ed", verb + "s",
+            verb, verb + "d", verb + "ed", verb + verb[-1] + "ed", verb + "s",
             verb[:-1] + "ied" if verb.endswith("y") else verb
         }
-        for text in self.done_texts:
-            tw = norm(text)
-            if rest and rest in tw and any(re.search(rf"\b{re.escape(f)}\b", tw) for f in forms):
-                return True
-        return False
+        # The verb, then the thing: "you take the pork chop" does not chop it.
+        said = re.compile(rf"\b(?:{'|'.join(map(re.escape, forms))})\b(?: [\w-]+){{0,2}}? "
+                          rf"{re.escape(rest)}(?![\w-])")
+        return bool(rest) and any(said.search(norm(text)) for text in self.done_texts)
 
 
 # "robot2 found: ..." on a memory shared by the fleet (core.prompt.said).
@@ -201,9 +223,11 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
     low = e.text.lower()
     if e.action:
         a = norm(e.action)
+        if not e.recalled:  # a recalled action's room is not known, so neither is its door
+            _read_door(b, a, low)
         if e.failed:
             b.avoid.add(a)
-            b.before.extend(_constraints(a, low))
+            b.before.extend(_constraints(a, low, b.plan))
         elif not looks_failed(low):
             b.done_actions.append(a)
             _add_result(b, low)
@@ -214,17 +238,20 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
             re.search(r"failed \(last failed step: ([a-z][a-z0-9 -]*?)(?:: (.*))?\)\.?$", low, re.S)
         if m:
             b.avoid.add(norm(m.group(1)))
-            b.before.extend(_constraints(norm(m.group(1)), m.group(2) or ""))
+            b.before.extend(_constraints(norm(m.group(1)), m.group(2) or "", b.plan))
     else:
         _add_result(b, low)
     if "directions:" in low and not b.read_room:
         b.read_room = b.room
-    here = _HERE.findall(low)
+    here = _HERE.findall(low) or _HEADER.findall(low)
     if here:
+        if e.action and not e.recalled:
+            _link(b, norm(e.action), here[-1])
         _read_room(b, low, here[-1], names)
-    for m in _OPENED.finditer(low):
+    for m in [*_OPENED.finditer(low), *_REVEALING.finditer(low)]:
         holder = m.group(1)
         b.closed.get(b.room, set()).discard(holder)
+        b.opened.add(holder)
         for name in names:
             if b.where.get(name, ("", ""))[1] == holder:
                 b.where.pop(name)
@@ -236,14 +263,18 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
     for m in _DROP.finditer(low):
         b.held.discard(m.group(1))
         b.where[m.group(1)] = (b.room, m.group(2))
-    if low.startswith(("you are carrying", "inventory:", "you are holding")):
-        listed = re.sub(r"^(?:you are carrying|inventory:|you are holding)\s*", "", low.rstrip("."))
-        b.held = {
-            canonical(x)
-            for x in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed)
-            if canonical(x) and canonical(x) != "nothing"
-        }
-        b.held |= set(_names_in(listed, names))
+    capacity = _CAPACITY.search(low)
+    if capacity:
+        b.capacity = int(capacity.group(1) or capacity.group(2))
+    if low.startswith(("you are carrying", "inventory", "you are holding")):
+        listed = re.sub(r"^(?:you are carrying|inventory(?: \(maximum capacity is \d+ items\))?:|"
+                        r"you are holding)\s*", "", low.rstrip("."))
+        held = set()
+        for item in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed):
+            thing = canonical(item)
+            if thing and thing != "nothing":  # "a raw purple potato" is the purple potato
+                held.add((_names_in(thing, names) or [thing])[0])
+        b.held = held
     alarm = None if e.recalled else _ALARM.search(low)
     if alarm:
         b.alarm = (alarm.group(2), alarm.group(3).strip() or f"switch off the {alarm.group(1)}")
@@ -264,33 +295,81 @@ def _add_result(b: Belief, low: str) -> None:
     Keep what an action did ("you grill the carrot with the barbeque"): the first sentence of a text
     in the second person that is not a description of the room or the inventory.
     """
-    if low.startswith("you ") and not low.startswith(("you are ", "you see ")):
-        b.done_texts.append(re.split(r"(?<=[.!?])\s", low, maxsplit=1)[0])
+    if low.startswith("you ") and not low.startswith(("you are ", "you see ")) and \
+            "directions:" not in low:  # what a recipe says to do is not done by reading it
+        b.done_texts.append(re.split(r"(?<=[.!?])\s|\n", low, maxsplit=1)[0])
 
 
 def _read_room(b: Belief, low: str, room: str, names: Sequence[str]) -> None:
     b.room = room
     b.visited.add(room)
-    start = low.rfind(f"you are in the {room}.")
+    start = max(low.rfind(f"you are in the {room}."), low.rfind(f"-= {room} =-"))
     desc = low[start:]
-    exits = _EXIT.findall(desc)
+    b.seen_here[room] = desc
+    named = {d: door for door, d in _NAMED_SHUT.findall(desc)}
+    shut = set(_SHUT.findall(desc)) | set(named)
+    b.doors.setdefault(room, {}).update(named)
+    known = b.exits.get(room, {})
+    exits = {d: r for d, r in _EXIT.findall(desc)}
+    for d in [*_WAY.findall(desc), *shut]:  # a way out whose room is learnt by going through
+        exits.setdefault(d, known.get(d))
+    exits.update({d: known[d] for d in shut if known.get(d)})  # a closed door hides a known room
     if exits:
-        b.exits[room] = {d: r for d, r in exits}
-    body = desc.split("to the ", 1)[0]
+        b.exits[room] = exits
+    b.shut[room] = shut
+    body = re.split(r"(?:through an open [a-z -]+, )?to the (?:north|south|east|west) you see|"
+                    r"\n\s*\n(?=there is (?:a|an) (?:exit|closed|open))", desc, maxsplit=1)[0]
     for phrase in _MENTION.findall(body):
         phrase = phrase.strip()
         if phrase and len(phrase.split()) <= 4:
             b.fixtures.setdefault(phrase, room)
             b.fixtures[phrase] = room
-    b.closed[room] = set(_CLOSED.findall(body))
+    b.closed[room] = {a or c for a, c in _CLOSED.findall(body) if "door" not in (a or c)}
     for name in names:  # what was here and is not listed any more has gone
         where = b.where.get(name)
         if where and where[0] == room and where[1] not in b.closed[room]:
             b.where.pop(name)
-    for holder, listed in _HOLDS.findall(body):
+    shown = [*_HOLDS.findall(body), *_SHOWN_ON.findall(body),
+             *((h, listed) for listed, h in _SEEN_ON.findall(body))]
+    for holder, listed in shown:
         holder = holder.strip()
         for name in _names_in(listed, names):
             b.where[name] = (room, holder)
+    for name in _names_in(" ".join(re.findall(r"there is (.+?) on the floor", body)), names):
+        b.where[name] = (room, "")
+
+
+def _link(b: Belief, action: str, room: str) -> None:
+    """Join two rooms, both ways, when going a way arrived somewhere."""
+    direction = action.rsplit(" ", 1)[-1]
+    if action.split()[0] not in ("go", "move") or direction not in _OPPOSITE or not b.room:
+        return
+    if room != b.room:
+        b.exits.setdefault(b.room, {})[direction] = room
+        b.exits.setdefault(room, {}).setdefault(_OPPOSITE[direction], b.room)
+
+
+def _read_door(b: Belief, action: str, low: str) -> None:
+    """Learn from opening a door (the room it reveals) or walking into a closed one."""
+    direction = action.rsplit(" ", 1)[-1]
+    doors = b.doors.get(b.room, {})
+    if action.startswith("open ") and action[5:] in doors.values() and \
+            re.search(r"\byou open\b|already open", low):  # a door named, not by its way
+        for way in [d for d, door in doors.items() if door == action[5:]]:
+            b.shut.get(b.room, set()).discard(way)
+        return
+    if direction not in ("north", "south", "east", "west"):
+        return
+    revealed = _REVEAL.search(low)
+    if action.startswith("open ") and (revealed or "already open" in low):
+        if revealed:
+            b.exits.setdefault(b.room, {})[direction] = revealed.group(1)
+        b.shut.get(b.room, set()).discard(direction)
+    elif action.startswith(("move ", "go ")) and _DOOR_CLOSED.search(low):
+        b.shut.setdefault(b.room, set()).add(direction)
+        door = _DOOR_CLOSED.search(low).group(1)
+        if door:
+            b.doors.setdefault(b.room, {})[direction] = door
 
 
 def _names_in(text: str, names: Sequence[str]) -> list[str]:
@@ -303,21 +382,36 @@ def _names_in(text: str, names: Sequence[str]) -> list[str]:
     return found
 
 
-def _constraints(action: str, explanation: str) -> list[tuple[str, str]]:
-    """Orderings a failure teaches, in the failure's own words.
+_TOO_EARLY = ("before", "without", "until", "yet")  # what the clause names had not happened
+_TOO_LATE = ("while", "after", "already", "still")  # what the clause names had happened already
+_CUE = re.compile(rf"\b({'|'.join(_TOO_EARLY + _TOO_LATE)})\b([^.!;]*)")
+_FILLER = {"the", "a", "an", "some", "it", "is", "was", "with", "in", "on", "into", "onto", "from",
+           "of", "to", "and", "at", "off"}
 
-    "... before the cheese" -> the step naming the cheese goes first; "... while it is switched on"
-    -> this step goes before the one that switches it on.
+
+def _constraints(action: str, explanation: str, plan: Sequence[str]) -> list[tuple[str, str]]:
+    """Orderings a failure teaches, read from the failure's own words about the other steps.
+
+    A clause of the failure message that names another step of the plan (a word of that step that
+    the failed step does not have, in any form: "switch" / "switched") orders the two: "before the
+    cheese", "without ...", "until ..." say that step had not happened and goes first; "while it is
+    switched on", "after ...", "already ..." say it had, and the failed step goes before it.
     """
     out = []
-    before = re.search(r"\bbefore the ([a-z][a-z ]*?)[.,!]", explanation)
-    if before:
-        out.append((before.group(1), action))
-    while_on = re.search(
-        r"\bwhile (?:it|the ([a-z][a-z ]*?)) (?:is|was) (?:switched |turned )?on\b", explanation)
-    if while_on:
-        out.append((action, "switch on"))
+    own = set(action.split())
+    for cue, clause in _CUE.findall(explanation):
+        for step in plan:
+            s = norm(step)
+            keys = [w for w in s.split() if w not in own and w not in _FILLER]
+            if s == action or not keys or not any(_said(k, clause) for k in keys):
+                continue
+            out.append((s, action) if cue in _TOO_EARLY else (action, s))
     return out
+
+
+def _said(word: str, text: str) -> bool:
+    forms = {word, word + "s", word + "d", word + "ed", word + word[-1] + "ed", word + "ing"}
+    return any(re.search(rf"\b{re.escape(f)}\b", text) for f in forms)
 
 
 def _order_from_failures(b: Belief) -> None:

@@ -40,7 +40,7 @@ COMMON_SENSE = {
     },
     "appliances": {
         "fry": ("stove", "pan"),
-        "grill": ("barbeque", "bbq", "grill"),
+        "grill": ("barbeque", "bbq", "grill", "toaster"),
         "roast": ("oven", ),
         "bake": ("oven", ),
         "toast": ("toaster", ),
@@ -86,6 +86,9 @@ class ScriptedPlanner:
                 queries.append(f"where is the {self._fixtures_for(belief, step)[0]}?")
         if belief.alarm:
             queries.append(f"{belief.alarm[1]} in the {belief.alarm[0]}")
+        if belief.room:  # the way on from here, and which rooms beyond were seen already
+            queries.append(
+                f"You are in the {belief.room}. To the north, south, east and west you see")
         return queries
 
     # -- deciding ----------------------------------------------------------------------------
@@ -122,9 +125,10 @@ class ScriptedPlanner:
     def _read_plan(self, b: Belief, valid: dict, task: str) -> Optional[str]:
         if b.plan:
             return None
-        readable = [a for n, a in valid.items() if n.startswith("read ")]
+        readable = [a for n, a in valid.items() if n.startswith("read ") or (
+            n.startswith("examine ") and any(w in n for w in ("cookbook", "recipe")))]
         if readable:
-            named = [a for a in readable if norm(a)[5:] in norm(task)]
+            named = [a for a in readable if norm(a).split(" ", 1)[1] in norm(task)]
             return (named or readable)[0]
         room = self._task_room(b)
         if room and room != b.room:
@@ -146,9 +150,40 @@ class ScriptedPlanner:
         return wanted
 
     def _pick_up(self, b: Belief, valid: dict) -> Optional[str]:
+        """Take what is wanted; with full hands only what the next step needs, making room first."""
+        step = self._next_step(b)
+        now = self._needs(b, step) if step else []
+        full = b.capacity is not None and len(b.held) >= b.capacity
+        last = b.done_actions[-1] if b.done_actions else ""
         for name in self._wanted(b):
-            if name not in b.held and f"take {name}" in valid:
-                return valid[f"take {name}"]
+            take = _take(valid, name)
+            if name in b.held or take is None or \
+                    last.startswith((f"put {name} ", f"drop {name}", f"insert {name} ")):
+                continue  # not what was put down a moment ago to make room
+            if not full:
+                return take
+            if name in now:
+                return self._make_room(b, valid, keep=now)
+        if any(n.startswith("take ") for n in valid):
+            return None
+        for name in now:  # needed now and here, yet nothing at all may be taken: hands are full
+            where = b.where.get(name)
+            if name not in b.held and where and where[0] == b.room and _take(valid, name) is None \
+                    and where[1] not in b.closed.get(b.room, ()):
+                return self._make_room(b, valid, keep=now)
+        return None
+
+    def _make_room(self, b: Belief, valid: dict, keep: list[str]) -> Optional[str]:
+        """Put down what is not wanted, else what the plan needs last; never what is needed now."""
+        wanted = self._wanted(b)
+        held = b.held | _in_hand(valid)
+        spare = sorted(held - set(keep),
+                       key=lambda n: (n in wanted, -wanted.index(n) if n in wanted else 0, n))
+        for name in spare:
+            put = sorted(a for n, a in valid.items()
+                         if n == f"drop {name}" or n.startswith(f"put {name} "))
+            if put:
+                return put[0]
         return None
 
     def _needs(self, b: Belief, step: str) -> list[str]:
@@ -217,12 +252,12 @@ class ScriptedPlanner:
         step = self._next_step(b)
         if step is None:
             return None
-        action = self._realize(b, step, valid)
+        said = _in_hand(valid)  # when the valid actions say what is held, trust them over belief
+        missing = [n for n in self._needs(b, step) if n not in (b.held | said)]
+        action = None if missing and said else self._realize(b, step, valid)
         if action:
             return action
-        for name in self._needs(b, step):
-            if name in b.held:
-                continue
+        for name in missing:
             return self._fetch(b, valid, name)
         place = self._place_for(b, step)
         if place and place != b.room:
@@ -296,10 +331,20 @@ class ScriptedPlanner:
     def _go(self, b: Belief, valid: dict, room: str) -> Optional[str]:
         path = _path(b.exits, b.room, room)
         if path:
-            move = valid.get(f"move {path[0]}")
+            move = self._move(b, valid, path[0])
             if move:
                 return move
         return self._explore(b, valid)
+
+    @staticmethod
+    def _move(b: Belief, valid: dict, direction: str) -> Optional[str]:
+        """Move that way, opening the door first when one is closed there."""
+        if direction in b.shut.get(b.room, ()):
+            named = b.doors.get(b.room, {}).get(direction, "")
+            for door in (f"open door to {direction}", f"open {named}" if named else ""):
+                if door in valid:
+                    return valid[door]
+        return valid.get(f"move {direction}") or valid.get(f"go {direction}")
 
     def _explore(self, b: Belief, valid: dict) -> str:
         """Choose an exploring move.
@@ -310,25 +355,55 @@ class ScriptedPlanner:
         for container in sorted(b.closed.get(b.room, ())):
             if f"open {container}" in valid:
                 return valid[f"open {container}"]
-        moves = sorted(a for n, a in valid.items() if n.startswith("move "))
-        if not moves:
-            options = sorted(a for n, a in valid.items()
-                             if n.split()[0] not in ("examine", "inventory"))
+        unlooked = sorted(a for n, a in valid.items()  # a container not yet looked into
+                          if n.startswith("open ") and "door" not in n and n[5:] not in b.opened
+                          and _names(n[5:], b.seen_here.get(b.room, ""))
+                          and n not in b.done_actions and n not in b.avoid)
+        if unlooked:
+            return unlooked[0]
+        ways = {n.split()[-1] for n in valid if n.startswith(("move ", "go "))}
+        ways = [d for d in sorted(ways | b.shut.get(b.room, set())) if self._move(b, valid, d)]
+        if not ways:  # nowhere to go: look about, never anything that cannot be undone
+            options = sorted(a for n, a in valid.items() if n.split()[0] in ("look", "examine"))
             return self.rng.choice(options or sorted(valid.values()))
         exits = b.exits.get(b.room, {})
-        fresh = [a for a in moves if exits.get(norm(a)[5:]) not in b.visited]
+        fresh = [d for d in ways if exits.get(d) not in b.visited]
         if fresh:
-            return self.rng.choice(fresh)
-        frontier = {r for doors in b.exits.values() for r in doors.values() if r not in b.visited}
+            return self._move(b, valid, self.rng.choice(fresh))
+        frontier = {r for doors in b.exits.values() for r in doors.values()
+                    if r is not None and r not in b.visited}
         frontier |= {r for r, shut in b.closed.items() if shut and r != b.room}
+        frontier |= {  # a way out not yet taken
+            r for r, doors in b.exits.items() if r != b.room and None in doors.values()}
+        frontier |= {  # a closed door not yet looked behind
+            r for r, doors in b.shut.items()
+            if r != b.room and any(d not in b.exits.get(r, {}) for d in doors)
+        }
         best = None
         for room in sorted(frontier):
             path = _path(b.exits, b.room, room)
             if path and (best is None or len(path) < len(best)):
                 best = path
-        if best and f"move {best[0]}" in valid:
-            return valid[f"move {best[0]}"]
-        return self.rng.choice(moves)
+        if best and self._move(b, valid, best[0]):
+            return self._move(b, valid, best[0])
+        return self._move(b, valid, self.rng.choice(ways))
+
+
+def _in_hand(valid: dict) -> set[str]:
+    """Return what the valid actions say is held: only a thing in hand can be put down."""
+    held = set()
+    for n in valid:
+        m = re.match(r"(?:drop (.+)|(?:put|insert) (.+?) (?:in|on|into|onto) .+)$", n)
+        if m:
+            held.add(m.group(1) or m.group(2))
+    return held
+
+
+def _take(valid: dict, name: str) -> Optional[str]:
+    """Return the valid action that takes ``name`` ("take knife", "take knife from counter")."""
+    if f"take {name}" in valid:
+        return valid[f"take {name}"]
+    return next((a for n, a in sorted(valid.items()) if n.startswith(f"take {name} from ")), None)
 
 
 def _names(name: str, text: str) -> bool:
@@ -343,6 +418,8 @@ def _path(exits: dict, start: str, goal: str) -> Optional[list[str]]:
     while queue:
         room, path = queue.popleft()
         for direction, nxt in sorted(exits.get(room, {}).items()):
+            if nxt is None:
+                continue
             if nxt == goal:
                 return path + [direction]
             if nxt not in seen:

@@ -66,9 +66,10 @@ def long_term_candidates(store: LongTermStore, cfg: RetrievalSection, q: np.ndar
         evidence[route] = max(evidence.get(route, 0.0), value)
 
     agent = req.agent_id
-    for rowid, sim in store.vector_search(q, agent, zones, cfg.vector_candidates, req.since,
-                                          req.until, req.include_superseded):
-        add(rowid, "vector", sim)
+    if cfg.vector_candidates:
+        for rowid, sim in store.vector_search(q, agent, zones, cfg.vector_candidates, req.since,
+                                              req.until, req.include_superseded):
+            add(rowid, "vector", sim)
     lap("vector")
     lexical = store.lexical_search(query_terms(req.query), agent, zones, cfg.lexical_candidates,
                                    req.include_superseded, cfg.lexical_max_df, req.since, req.until)
