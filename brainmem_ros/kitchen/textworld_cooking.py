@@ -65,11 +65,11 @@ class TextWorldCooking:
             raise EnvironmentError_(str(exc)) from exc
 
     def gold_path(self, seed: int) -> list[str]:
-        """Return the game's own walkthrough (for sizing the step budget, never for planning)."""
-        env = self._textworld.start(str(self._game(seed)),
-                                    request_infos=self._textworld.EnvInfos(policy_commands=True))
+        """Return the walkthrough the generator wrote (for sizing the budget, never for planning)."""
+        infos = self._textworld.EnvInfos(extras=["walkthrough"])
+        env = self._textworld.start(str(self._game(seed)), request_infos=infos)
         try:
-            return list(env.reset().policy_commands or [])
+            return list(env.reset().get("extra.walkthrough") or [])
         finally:
             env.close()
 

@@ -32,7 +32,7 @@ __all__ = ["PlannerNode", "BACKENDS", "main"]
 
 def _llm(node: "PlannerNode"):
     return LLMPlanner(node.llm_base_url, node.llm_model, timeout_s=node.llm_timeout_s,
-                      retries=node.llm_retries)
+                      retries=node.llm_retries, choose=node.llm_choose)
 
 
 BACKENDS = {"scripted": lambda node: ScriptedPlanner(), "llm": _llm}
@@ -83,6 +83,10 @@ class PlannerNode(Node):
                                      "timeout of one chat request, seconds", 0.1, 600.0)
         self.llm_retries = declare(self, "llm.retries", 2, "retries of a failed chat request", 0,
                                    10)
+        self.llm_choose = declare(
+            self, "llm.choose", "generate", "generate: free text mapped to a valid action; score: "
+            "each valid action scored by its mean log-probability (needs /completions with "
+            "logprobs); anything else is refused at start")
         if backend not in BACKENDS:
             raise BrainMemError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
         if self.condition not in CONDITIONS:

@@ -117,7 +117,8 @@ class Belief:
         # The verb, then the thing: "you take the pork chop" does not chop it.
         said = re.compile(rf"\b(?:{'|'.join(map(re.escape, forms))})\b(?: [\w-]+){{0,2}}? "
                           rf"{re.escape(rest)}(?![\w-])")
-        return bool(rest) and any(said.search(norm(text)) for text in self.done_texts)
+        return bool(rest) and any(said.search(" ".join(_ARTICLES.sub("", text.lower()).split()))
+                                  for text in self.done_texts)  # commas kept: "chop, a pepper"
 
 
 # "robot2 found: ..." on a memory shared by the fleet (core.prompt.said).
@@ -186,6 +187,8 @@ def _action_event(text: str) -> Event:
 def looks_failed(text: str) -> bool:
     """Whether an action's result says it did not work ("You can't do that here.")."""
     low = text.lower()
+    if _HEADER.match(low) or low.startswith("you are in the "):
+        return False  # a room described ("... there is no door") is not a failure
     return any(w in low for w in _FAILED_WORDS)
 
 
@@ -314,6 +317,8 @@ def _read_room(b: Belief, low: str, room: str, names: Sequence[str]) -> None:
     for d in [*_WAY.findall(desc), *shut]:  # a way out whose room is learnt by going through
         exits.setdefault(d, known.get(d))
     exits.update({d: known[d] for d in shut if known.get(d)})  # a closed door hides a known room
+    for d, r in known.items():  # a way learnt by going stays known
+        exits.setdefault(d, r)
     if exits:
         b.exits[room] = exits
     b.shut[room] = shut
@@ -335,7 +340,7 @@ def _read_room(b: Belief, low: str, room: str, names: Sequence[str]) -> None:
         holder = holder.strip()
         for name in _names_in(listed, names):
             b.where[name] = (room, holder)
-    for name in _names_in(" ".join(re.findall(r"there is (.+?) on the floor", body)), names):
+    for name in _names_in(" ".join(re.findall(r"there is (.+?) on the floor", desc)), names):
         b.where[name] = (room, "")
 
 
