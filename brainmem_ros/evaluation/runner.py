@@ -114,12 +114,18 @@ def evaluate(settings: EvalSettings, progress: bool = True, embedder=None,
         settings.config_path) if settings.config_path else MemoryConfig()
     served = contextlib.ExitStack()
     base_url = ""
-    if settings.planner == "llm" and settings.llm_model:  # a local model, served for the run
+    local = settings.planner == "llm" and settings.llm_model
+    if local and settings.llm_choose == "generate":  # a local model, served for the run
         from brainmem_ros.planning.llm_server import serve
 
         base_url = served.enter_context(serve(settings.llm_model))
+    if local and settings.llm_choose == "score":  # scored in this process (llm_local says why)
+        from brainmem_ros.planning.llm_local import LocalScoringPlanner
+
+        planner = LocalScoringPlanner(settings.llm_model)
+    else:
+        planner = make_planner(settings, base_url)
     env = make_env(settings)
-    planner = make_planner(settings, base_url)
     if "brainmem" in settings.conditions and embedder is None:
         embedder = MiniLMEmbedder.configured(config.embedding)
     report = {"config": settings.to_dict(), "machine": platform.platform(), "conditions": {}}
