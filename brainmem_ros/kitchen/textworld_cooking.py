@@ -65,7 +65,7 @@ class TextWorldCooking:
             raise EnvironmentError_(str(exc)) from exc
 
     def gold_path(self, seed: int) -> list[str]:
-        """Return the walkthrough the generator wrote (for sizing the budget, never for planning)."""
+        """Return the walkthrough the generator wrote (sizes the budget; never used to plan)."""
         infos = self._textworld.EnvInfos(extras=["walkthrough"])
         env = self._textworld.start(str(self._game(seed)), request_infos=infos)
         try:

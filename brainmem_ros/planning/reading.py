@@ -92,6 +92,8 @@ class Belief:
     doors: dict = field(default_factory=dict)  # room -> {direction: the door's name}
     opened: set = field(default_factory=set)  # containers seen opened
     seen_here: dict = field(default_factory=dict)  # room -> its last description
+    seen_texts: list = field(default_factory=list)  # every text shown, lower case
+    inventory_seen: bool = False  # a text listed what is in hand
     capacity: Optional[int] = None  # how many things fit in hand, once a text has said
     where: dict = field(default_factory=dict)  # thing -> (room, holder or "")
     fixtures: dict = field(default_factory=dict)  # phrase seen in a room description -> room
@@ -104,21 +106,35 @@ class Belief:
     before: list = field(default_factory=list)  # (a, b): the step naming a goes before b
     read_room: str = ""  # where the plan was read
 
-    def step_done(self, step: str) -> bool:
+    def step_done(self, step: str, by_hand: bool = False) -> bool:
+        """Tell whether a result text says the step was done, or that its thing is in that state.
+
+        "You chop the pork chop" is the step done by hand; "a roasted red onion" is a thing already
+        in the state the step would make, so that step needs no doing. ``by_hand``: the first kind
+        only (only a step done by hand says the plan was followed that far).
+        """
         s = norm(step)
         if s in self.done_actions:
             return True
         words = s.split()
         verb, rest = words[0], " ".join(words[1:])
-        forms = {
-            verb, verb + "d", verb + "ed", verb + verb[-1] + "ed", verb + "s",
-            verb[:-1] + "ied" if verb.endswith("y") else verb
-        }
-        # The verb, then the thing: "you take the pork chop" does not chop it.
-        said = re.compile(rf"\b(?:{'|'.join(map(re.escape, forms))})\b(?: [\w-]+){{0,2}}? "
-                          rf"{re.escape(rest)}(?![\w-])")
-        return bool(rest) and any(said.search(" ".join(_ARTICLES.sub("", text.lower()).split()))
-                                  for text in self.done_texts)  # commas kept: "chop, a pepper"
+        if not rest:
+            return False
+        past = {verb + "d", verb + "ed", verb + verb[-1] + "ed",
+                verb[:-1] + "ied" if verb.endswith("y") else verb + "ed"}
+        forms = past | {verb, verb + "s"}
+        thing = rf"{re.escape(rest)}(?![\w-])"
+        # The verb, then the thing: "you take the pork chop" does not chop it; commas kept, so
+        # "a pork chop, a pepper" does not chop the pepper.
+        done = re.compile(rf"\byou (?:{'|'.join(map(re.escape, forms))})\b(?: [\w-]+){{0,2}}? "
+                          + thing)
+        already = re.compile(  # "a diced roasted pepper", "a chopped raw potato"
+            rf"(?<!you )\b(?:{'|'.join(map(re.escape, past))})(?: [a-z]+){{0,2}}? " + thing)
+        flat = [" ".join(_ARTICLES.sub("", text.lower()).split()) for text in self.done_texts]
+        if any(done.search(low) for low in flat):
+            return True
+        return not by_hand and any(already.search(" ".join(_ARTICLES.sub("", t).split()))
+                                   for t in self.seen_texts)
 
 
 # "robot2 found: ..." on a memory shared by the fleet (core.prompt.said).
@@ -224,6 +240,7 @@ def _read_plan(b: Belief, text: str) -> None:
 
 def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
     low = e.text.lower()
+    b.seen_texts.append(low)
     if e.action:
         a = norm(e.action)
         if not e.recalled:  # a recalled action's room is not known, so neither is its door
@@ -272,6 +289,7 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
     if low.startswith(("you are carrying", "inventory", "you are holding")):
         listed = re.sub(r"^(?:you are carrying|inventory(?: \(maximum capacity is \d+ items\))?:|"
                         r"you are holding)\s*", "", low.rstrip("."))
+        b.inventory_seen = True
         held = set()
         for item in re.split(r",\s*(?:and\s+)?|\s+and\s+|\n", listed):
             thing = canonical(item)

@@ -97,7 +97,8 @@ class ScriptedPlanner:
             raise PlannerError("the environment offers no valid action")
         valid = {norm(a): a for a in context.valid_actions}
         belief = self._belief(context)
-        action = (self._alarm(belief, valid) or self._read_plan(belief, valid, context.task)
+        action = (self._alarm(belief, valid) or self._look_in_hands(belief, valid)
+                  or self._read_plan(belief, valid, context.task)
                   or self._pick_up(belief, valid) or self._follow_plan(belief, valid)
                   or self._finish(belief, valid, context.task) or self._explore(belief, valid))
         return action
@@ -121,6 +122,13 @@ class ScriptedPlanner:
         if room and room != b.room:
             return self._go(b, valid, room)
         return None  # here and nothing to switch off: it was dealt with
+
+    @staticmethod
+    def _look_in_hands(b: Belief, valid: dict) -> Optional[str]:
+        """Look at what is carried before using it (it may be cooked already), once it is there."""
+        if b.inventory_seen or not _in_hand(valid) - b.held or "inventory" not in valid:
+            return None
+        return valid["inventory"]
 
     def _read_plan(self, b: Belief, valid: dict, task: str) -> Optional[str]:
         if b.plan:
@@ -211,7 +219,8 @@ class ScriptedPlanner:
         followed in order, so "prepare meal" done means the cutting before it was too).
         """
         done = [self._done(b, s) for s in b.plan]
-        last = max((i for i, d in enumerate(done) if d), default=-1)
+        last = max((i for i, s in enumerate(b.plan) if self._done(b, s, by_hand=True)),
+                   default=-1)
         for i, step in enumerate(b.plan):
             if i > last and not done[i]:
                 return step
@@ -236,8 +245,9 @@ class ScriptedPlanner:
         return action.startswith("cook ") and any(
             action.endswith(f" {a}") for a in COMMON_SENSE["appliances"].get(verb, ()))
 
-    def _done(self, b: Belief, step: str) -> bool:
-        return b.step_done(step) or any(self._carries_out(step, a) for a in b.done_actions)
+    def _done(self, b: Belief, step: str, by_hand: bool = False) -> bool:
+        return b.step_done(step, by_hand) or any(self._carries_out(step, a)
+                                                 for a in b.done_actions)
 
     def _realize(self, b: Belief, step: str, valid: dict) -> Optional[str]:
         s = norm(step)

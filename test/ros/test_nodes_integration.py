@@ -276,6 +276,38 @@ def test_planner_node_retrieves_before_each_action_and_its_run_is_remembered(sys
     assert "1. open fridge; 2. take milk from fridge" in procedure[0]
 
 
+def test_planner_node_plays_with_a_real_small_model_served_by_llama_cpp(system):
+    """planner_node against llama.cpp's real server and SmolLM2-135M, scoring each valid action.
+
+    Not a planning result (a 135M model in a two-step test kitchen): it proves the real server's
+    log-probabilities reach the node, every action it takes is a valid one, and the run is
+    remembered like any other.
+    """
+    from brainmem_ros.planning.llm_server import serve
+
+    _, client, _ = system
+    env = Child([str(Path(__file__).resolve().parents[1] / "env_server.py")], cwd=REPO)
+    try:
+        env.wait_for_line("READY", timeout=30)
+        with serve("smollm2-135m") as base:
+            planner = Child([
+                "-m", "brainmem_ros.nodes", "planner_node", "--ros-args", "-p", "agent_id:=realbot",
+                "-p", "backend:=llm", "-p", f"llm.base_url:={base}", "-p",
+                "llm.model:=smollm2-135m", "-p", "llm.choose:=score", "-p", "llm.timeout_s:=120.0",
+                "-p", "max_steps:=3", "-p", "seeds:=4"
+            ], cwd=REPO)
+            try:
+                line = planner.wait_for_line("EPISODE", timeout=400)
+            finally:
+                planner.stop()
+    finally:
+        env.stop()
+    assert '"seed": 4' in line and '"outcome": "error"' not in line, planner.output()
+    assert "not a valid action" not in planner.output()
+    remembered = client.wait_until(lambda: retrieve(client, "realbot-s4", "fridge").memories)
+    assert remembered
+
+
 def test_the_episode_memory_port_waits_for_the_event_it_sent_not_an_earlier_one_with_the_same_words(
         system):
     """The memory port waits for the event it sent, not an earlier one.

@@ -11,8 +11,8 @@ RECIPE = ("Ingredients:\n  carrot\n  pork chop\n\nDirections:\n  chop the pork c
           "  fry the carrot\n  prepare meal\n\n")
 TW_KITCHEN = (
     "-= Kitchen =-\nYou have come into the most standard of all possible kitchens.\n\n"
-    "You make out a closed oven. You can make out a table. On the table you can see a cookbook and a "
-    "knife. You see a raw carrot on the counter.\n\n"
+    "You make out a closed oven. You can make out a table. On the table you can see a cookbook "
+    "and a knife. You see a raw carrot on the counter.\n\n"
     "There is a closed plain door leading north. There is an exit to the south. Don't worry, there "
     "is no door.")
 
