@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from brainmem_ros.planning.base import PlannerError, PlanningContext, closest_action
 
-__all__ = ["LLMPlanner", "build_messages"]
+__all__ = ["LLMPlanner", "build_messages", "scoring_prompt", "mean_logprob"]
+
+_TRANSPORT = (urllib.error.URLError, TimeoutError, OSError, ValueError)
 
 SYSTEM = (
     "You control a household robot. Each turn you get memories, the task, the recent steps, what "
@@ -79,21 +81,28 @@ class LLMPlanner:
                 "the LLM planner needs a base URL and a model (parameters llm.base_url and "
                 "llm.model, or BRAINMEM_LLM_BASE_URL and BRAINMEM_LLM_MODEL)")
 
-    def _post(self, path: str, payload: dict) -> dict:
-        """POST with bounded retries; the parsed answer, or PlannerError naming the last error."""
+    def _request(self, path: str, payload: dict) -> dict:
+        """POST once; the parsed answer (transport and JSON errors propagate)."""
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        body, last = json.dumps(payload).encode(), "no attempt"
+        request = urllib.request.Request(f"{self.base_url}{path}", json.dumps(payload).encode(),
+                                         headers, method="POST")
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            return json.loads(response.read())
+
+    def _backoff(self, attempt: int) -> None:
+        if attempt:
+            time.sleep(min(4.0, 0.5 * 2**(attempt - 1)))
+
+    def _post(self, path: str, payload: dict) -> dict:
+        """POST with bounded retries; the parsed answer, or PlannerError naming the last error."""
+        last = "no attempt"
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(4.0, 0.5 * 2**(attempt - 1)))
-            request = urllib.request.Request(f"{self.base_url}{path}", body, headers,
-                                             method="POST")
+            self._backoff(attempt)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read())
-            except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+                return self._request(path, payload)
+            except _TRANSPORT as exc:
                 last = f"{type(exc).__name__}: {exc}"
         raise PlannerError(f"the LLM at {self.base_url} did not answer after "
                            f"{self.retries + 1} tries: {last}")
@@ -121,26 +130,15 @@ class LLMPlanner:
     def decide(self, context: PlanningContext) -> str:
         if self.choose == "score":
             return self._score(context)
-        body = json.dumps({
-            "model": self.model,
-            "messages": build_messages(context),
-            "temperature": self.temperature,
-            "max_tokens": 64
-        }).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        payload = {"model": self.model, "messages": build_messages(context),
+                   "temperature": self.temperature, "max_tokens": 64}
         last = "no attempt"
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(4.0, 0.5 * 2**(attempt - 1)))
-            request = urllib.request.Request(f"{self.base_url}/chat/completions", body, headers,
-                                             method="POST")
+            self._backoff(attempt)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    answer = json.loads(response.read())["choices"][0]["message"]["content"]
-            except (urllib.error.URLError, TimeoutError, OSError, KeyError, IndexError,
-                    ValueError) as exc:
+                answer = self._request("/chat/completions",
+                                       payload)["choices"][0]["message"]["content"]
+            except (*_TRANSPORT, KeyError, IndexError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
             line = next(
