@@ -21,6 +21,7 @@ TEMPLATES = {
         "none": "- (nothing relevant remembered yet)",
         "warning": "- Warning: {text}",
         "episode": "- {ago}: {text}",
+        "episode_at": "- {ago} ({location}): {text}",
         "fact": "- Fact: {text}",
         "procedure": "- Procedure: {text}",
         "goal": "- Goal history: {text}",
@@ -47,6 +48,7 @@ TEMPLATES = {
         "none": "- （暂无相关记忆）",
         "warning": "- 警告：{text}",
         "episode": "- {ago}：{text}",
+        "episode_at": "- {ago}（{location}）：{text}",
         "fact": "- 常识：{text}",
         "procedure": "- 步骤：{text}",
         "goal": "- 目标记录：{text}",
@@ -124,8 +126,9 @@ def render(recalls: Sequence[Recall], warnings: Sequence[str], task: TaskState, 
         elif entry.zone is Zone.GOAL:
             lines.append(t["goal"].format(text=text))
         else:
-            lines.append(t["episode"].format(ago=time_ago(now - entry.created, language),
-                                             text=text))
+            # where it happened: "go north" says where it led only with where it started
+            lines.append(t["episode_at" if entry.location else "episode"].format(
+                ago=time_ago(now - entry.created, language), location=entry.location, text=text))
     if len(lines) == 1:
         lines.append(t["none"])
     lines.append(t["task"])

@@ -43,7 +43,7 @@ class MemoryPort(Protocol):
     def resolve(self, goal_id: str) -> None:
         ...
 
-    def record(self, action: str, result: str, success: bool) -> None:
+    def record(self, action: str, result: str, success: bool, location: str = "") -> None:
         ...
 
     def observe(self, text: str) -> None:
@@ -138,12 +138,13 @@ def run_episode(env: EnvPort, planner, condition: str, seed: int, window: int, m
         t0 = time.perf_counter()
         action = planner.decide(context)
         decide_ms.append((time.perf_counter() - t0) * 1000.0)
+        where = str(state.info.get("location", ""))  # where it acted, as a robot's localiser says
         state = env.step(action)
         steps += 1
         history.append((action, state.observation))
         if memory:
             memory.record(action, state.observation, not state.failed
-                          and not looks_failed(state.observation))
+                          and not looks_failed(state.observation), where)
             alarm = detect_interruption(state.observation)
             if alarm and not temporary and not state.done:
                 temporary = memory.interrupt(alarm)

@@ -37,8 +37,8 @@ class InProcessMemory:
     def resolve(self, goal_id: str) -> None:
         self.memory.finish_goal(self.agent_id, goal_id, GoalStatus.COMPLETED)
 
-    def record(self, action: str, result: str, success: bool) -> None:
-        self.memory.act(self.agent_id, action, success, result)
+    def record(self, action: str, result: str, success: bool, location: str = "") -> None:
+        self.memory.act(self.agent_id, action, success, result, location=location)
 
     def observe(self, text: str) -> None:
         if text.strip():

@@ -48,7 +48,8 @@ class RosEnvironment:
                         r.task_failed, {
                             "failure": r.failure,
                             "interrupted": r.interrupted,
-                            "timer_handled": r.interruption_handled
+                            "timer_handled": r.interruption_handled,
+                            "location": r.location
                         })
 
     def reset(self, seed: int) -> EnvState:
@@ -138,12 +139,13 @@ class RosMemory:
         publisher.publish(msg)
         return self._last_stamp
 
-    def record(self, action: str, result: str, success: bool) -> None:
+    def record(self, action: str, result: str, success: bool, location: str = "") -> None:
         from brainmem_ros.nodes.conversions import from_time
 
         stamp = self._send(
             self.actions, self.msg["ActionResult"](agent_id=self.agent_id, action=action,
-                                                   success=success, result=result[:4000]))
+                                                   success=success, result=result[:4000],
+                                                   location=location))
         if self.sync:
             self._await(lambda wm: from_time(wm.newest_event) >= stamp - 1e-6)
 

@@ -5,6 +5,8 @@ Needs ``textworld-express`` and Java 17. Seeds index into the fold's list of val
 """
 from __future__ import annotations
 
+import re
+
 from brainmem_ros.kitchen.base import EnvState, EnvironmentError_
 
 __all__ = ["CookingWorld", "DEFAULT_GAME_PARAMS", "ENGINE_DEFAULTS"]
@@ -73,7 +75,8 @@ class CookingWorld:
         return EnvState(self.task, obs.strip(), sorted(infos.get("validActions", [])), success
                         or failed, success, failed, {
                             "failure": action if failed else "",
-                            "score": infos.get("score", 0.0)
+                            "score": infos.get("score", 0.0),
+                            "location": _where(infos.get("look", ""))
                         })
 
     def close(self) -> None:
@@ -81,3 +84,9 @@ class CookingWorld:
             self.env.close()
         except Exception:
             pass
+
+
+def _where(look: str) -> str:
+    """Return the room the engine's own look says the player is in (where it acts)."""
+    m = re.search(r"You are in the ([^.]+)\.", look or "")
+    return m.group(1).strip().lower() if m else ""

@@ -30,6 +30,14 @@ def parse_tw_params(text: str) -> dict:
     return options
 
 
+def _where(facts) -> str:
+    """Return the player's room from the engine's true state (``at(P, room)``)."""
+    for fact in facts:
+        if fact.name == "at" and len(fact.arguments) == 2 and fact.arguments[0].type == "P":
+            return fact.arguments[1].name.lower()
+    return ""
+
+
 def _clean(text: str) -> str:
     """Drop the banner and the status line from the game's answer; keep its blank lines."""
     text = re.split(r"\n>\s", text or "")[0]
@@ -76,7 +84,7 @@ class TextWorldCooking:
     def reset(self, seed: int) -> EnvState:
         self.close()
         infos = self._textworld.EnvInfos(admissible_commands=True, objective=True, won=True,
-                                         lost=True)
+                                         lost=True, facts=True)
         self.env = self._textworld.start(str(self._game(seed)), request_infos=infos)
         state = self.env.reset()
         self.task = (state.objective or "").strip()
@@ -95,7 +103,8 @@ class TextWorldCooking:
         won, lost = bool(state.won), bool(state.lost)
         return EnvState(self.task, observation, sorted(state.admissible_commands or []),
                         done or won or lost, won, lost,
-                        {"failure": action if lost else "", "score": state.score})
+                        {"failure": action if lost else "", "score": state.score,
+                         "location": _where(state.facts or ())})
 
     def close(self) -> None:
         if self.env is not None:

@@ -454,7 +454,8 @@ class KitchenWorld:
                 "task_name": self.task.name,
                 "hazardous": self.hazardous,
                 "failure": self.failure,
-                "moved": self.moved
+                "moved": self.moved,
+                "location": self.room
             })
 
     def close(self) -> None:

@@ -78,6 +78,7 @@ class KitchenSimNode(Node):
         response.valid_actions = list(state.valid_actions)
         response.done = state.done
         response.task_success, response.task_failed = state.success, state.failed
+        response.location = str(state.info.get("location", ""))
         response.failure = str(state.info.get("failure", "")) if state.failed else ""
         response.interrupted = bool(state.info.get("interrupted", False))
         response.interruption_handled = bool(state.info.get("timer_handled", False))

@@ -123,6 +123,9 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
                 except Exception as exc:  # one node failing to close must not keep the others open
                     print(f"[ERROR] closing {node.get_name()}: {exc}", file=sys.stderr, flush=True)
         executor.shutdown(timeout_sec=5.0)
+        # A daemon thread still inside rclpy's wait when the interpreter finalises is unwound
+        # through native frames that may not be, and the process aborts after a clean close.
+        spinner.join(timeout=5.0)
         # The nodes are among the frozen objects: ``release`` must be able to collect them.
         gc.unfreeze()
         for node in nodes:

@@ -60,7 +60,8 @@ _STILL = re.compile(r"the ([a-z][a-z ]*?) is still (?:ringing|beeping) in the ([
 _FAILED_WORDS = ("you can't", "unknown action", "not sure what you mean", "failed",
                  "nothing happens", "you don't", "there is no", "still miss", "still needs",
                  "first.")
-_AGO = re.compile(r"^(just now|\d+ s ago|\d+ min ago|\d+ h ago|\d+ days ago):\s*")
+_AGO = re.compile(
+    r"^(?:just now|\d+ s ago|\d+ min ago|\d+ h ago|\d+ days ago)(?: \(([^)\n]+)\))?:\s*")
 
 
 def norm(text: str) -> str:
@@ -78,6 +79,7 @@ class Event:
     failed: bool = False
     warning: bool = False
     recalled: bool = False  # from the memory prompt: an alarm in it is history, not news
+    place: str = ""  # where a recalled action was taken, when the memory knows
 
 
 @dataclass
@@ -86,6 +88,9 @@ class Belief:
     plan: list[str] = field(default_factory=list)
     ingredients: list[str] = field(default_factory=list)
     room: str = ""
+    # the room as the shown steps alone tell it: a recalled memory of another time must not
+    # become the place the next shown step was taken from
+    here: str = ""
     visited: set = field(default_factory=set)
     exits: dict = field(default_factory=dict)  # room -> {direction: room}
     shut: dict = field(default_factory=dict)  # room -> directions behind a closed door
@@ -168,8 +173,10 @@ def memory_events(prompt: str) -> list[Event]:
         elif item.startswith(("Fact: ", "Procedure: ", "Goal history: ")):
             events.append(Event(item.split(": ", 1)[1]))
         else:
-            event = _action_event(_AGO.sub("", item))
+            ago = _AGO.match(item)
+            event = _action_event(item[ago.end():] if ago else item)
             event.recalled = True
+            event.place = norm(ago.group(1)) if ago and ago.group(1) else ""
             events.append(event)
     state = " ".join(state_lines)
     interrupted = re.search(r"Interrupted by: (.+?)\. When it is handled", state)
@@ -241,9 +248,12 @@ def _read_plan(b: Belief, text: str) -> None:
 def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
     low = e.text.lower()
     b.seen_texts.append(low)
+    origin = e.place if e.recalled else b.here  # where the action was taken, if known
+    if origin:
+        b.room = origin
     if e.action:
         a = norm(e.action)
-        if not e.recalled:  # a recalled action's room is not known, so neither is its door
+        if origin:
             _read_door(b, a, low)
         if e.failed:
             b.avoid.add(a)
@@ -265,9 +275,11 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
         b.read_room = b.room
     here = _HERE.findall(low) or _HEADER.findall(low)
     if here:
-        if e.action and not e.recalled:
+        if e.action and origin:
             _link(b, norm(e.action), here[-1])
         _read_room(b, low, here[-1], names)
+        if not e.recalled:
+            b.here = here[-1]
     for m in [*_OPENED.finditer(low), *_REVEALING.finditer(low)]:
         holder = m.group(1)
         b.closed.get(b.room, set()).discard(holder)
@@ -369,7 +381,9 @@ def _link(b: Belief, action: str, room: str) -> None:
         return
     if room != b.room:
         b.exits.setdefault(b.room, {})[direction] = room
-        b.exits.setdefault(room, {}).setdefault(_OPPOSITE[direction], b.room)
+        back = b.exits.setdefault(room, {})
+        if not back.get(_OPPOSITE[direction]):  # a way seen but not yet gone through
+            back[_OPPOSITE[direction]] = b.room
 
 
 def _read_door(b: Belief, action: str, low: str) -> None:

@@ -66,3 +66,22 @@ def test_an_unknown_tw_make_option_is_refused():
 
     with pytest.raises(BrainMemError, match="unknown tw-cooking option"):
         make_game(0, {"rooms": 3})
+
+
+def test_the_game_says_where_the_player_is_from_its_own_facts():
+    from brainmem_ros.kitchen.textworld_cooking import TextWorldCooking
+
+    def titled(text):  # the room a TextWorld answer is titled with: "-= Bathroom =-"
+        return text.split("=-")[0].strip("-= \n").lower()
+
+    env = TextWorldCooking("recipe=1,take=0,go=6,open=0,cook=0,cut=0,drop=0")
+    try:
+        state = env.reset(3)
+        first = state.info["location"]
+        assert first and first == titled(state.observation)
+        way = next(a for a in state.valid_actions if a.startswith("go "))
+        state = env.step(way)
+    finally:
+        env.close()
+    assert state.info["location"] not in ("", first)
+    assert state.info["location"] == titled(state.observation)

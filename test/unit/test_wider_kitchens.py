@@ -99,3 +99,39 @@ def test_a_failure_in_new_words_still_orders_the_plan():
     ])
     assert b.plan.index("heat oven") < b.plan.index("put cake in oven")
     assert b.plan.index("arm alarm") < b.plan.index("open door")
+
+
+def test_a_remembered_move_says_where_it_was_taken_and_links_the_rooms():
+    from brainmem_ros.core.prompt import TaskState, render
+    from brainmem_ros.core.trace import Entry, Recall, Zone
+    from brainmem_ros.planning.reading import memory_events
+
+    went = Entry(agent_id="r", zone=Zone.EPISODIC, content="go north: -= Corridor =-\nYou arrive.",
+                 embedding=None, created=90.0, location="kitchen")
+    unplaced = Entry(agent_id="r", zone=Zone.EPISODIC, content="go west: -= Pantry =-",
+                     embedding=None, created=95.0)
+    recalls = [Recall(e, 1.0, 1.0, ["vector"], 0.5) for e in (went, unplaced)]
+    prompt = render(recalls, [], TaskState(), 100.0)
+    assert "- 10 s ago (kitchen): go north: -= Corridor =-" in prompt
+    assert "- just now: go west: -= Pantry =-" in prompt  # no place known, none said
+    b = read_belief("t", memory_events(prompt))
+    assert b.exits["kitchen"]["north"] == "corridor" and b.exits["corridor"]["south"] == "kitchen"
+    assert "pantry" not in {r for ways in b.exits.values() for r in ways.values()}
+
+
+def test_a_shown_step_is_never_taken_from_a_room_only_a_memory_was_in():
+    """The memory of arriving in the bathroom is not where the next shown "go north" started."""
+    recalled = Event("-= Bathroom =-\nYou arrive in a bathroom.\n\nThere is an exit to the east.",
+                     action="go west", recalled=True, place="corridor")
+    b = read_belief("t", [recalled, Event("-= Corridor =-\nA corridor.\n\nThere is an exit to "
+                                          "the north.", action="go north")])
+    assert b.exits["corridor"]["west"] == "bathroom" and b.exits["bathroom"] == {"east": "corridor"}
+    assert b.room == "corridor"
+
+
+def test_a_way_seen_before_it_was_gone_through_learns_where_it_leads():
+    b = read_belief("t", [
+        Event("-= Corridor =-\nA corridor.\n\nThere is an exit to the south and one to the west."),
+        Event("-= Bathroom =-\nA bathroom.\n\nThere is an exit to the east.", action="go west"),
+    ])
+    assert b.exits["bathroom"]["east"] == "corridor"
