@@ -253,7 +253,7 @@ def _read_event(b: Belief, e: Event, names: Sequence[str]) -> None:
         b.room = origin
     if e.action:
         a = norm(e.action)
-        if origin:
+        if origin or not e.recalled:  # a shown step's door counts even before its room is said
             _read_door(b, a, low)
         if e.failed:
             b.avoid.add(a)
