@@ -135,3 +135,10 @@ def test_a_way_seen_before_it_was_gone_through_learns_where_it_leads():
         Event("-= Bathroom =-\nA bathroom.\n\nThere is an exit to the east.", action="go west"),
     ])
     assert b.exits["bathroom"]["east"] == "corridor"
+
+
+def test_a_door_walked_into_counts_before_the_shown_steps_have_said_the_room():
+    """The last K steps may not include the room's description: the closed door still counts."""
+    closed = "You can't move there, the door is closed."
+    b = read_belief("t", [Event(closed, action="move east")])
+    assert "east" in b.shut.get(b.room, set())
