@@ -21,7 +21,8 @@ from typing import Optional
 
 from brainmem_ros.core.errors import BrainMemError
 
-__all__ = ["TW_OPTIONS", "Step", "Walk", "make_game", "walk_game", "clean_feedback"]
+__all__ = ["TW_OPTIONS", "Step", "Walk", "make_game", "walk_game", "clean_feedback",
+           "player_room"]
 
 TW_OPTIONS = {"recipe": 3, "take": 3, "go": 6, "open": 1, "cook": 1, "cut": 1, "drop": 0}
 CACHE = Path.home() / ".cache" / "brainmem_ros" / "textworld"
@@ -79,21 +80,33 @@ def make_game(seed: int, options: Optional[dict] = None, folder: Path = CACHE) -
     return path
 
 
-def clean_feedback(text: str) -> str:
-    """Drop the banner and the status line; keep what a player reads."""
-    text = re.split(r"\n>\s", text)[0]
-    lines = [ln.strip() for ln in text.splitlines()
-             if "$$" not in ln and re.search(r"[A-Za-z]", ln)]
-    return "\n".join(lines).strip()
+def clean_feedback(text: str, paragraphs: bool = False) -> str:
+    """Drop the banner and the status line; keep what a player reads.
+
+    ``paragraphs`` keeps the blank lines between paragraphs, which a reader of room descriptions
+    uses to tell the room from its exits.
+    """
+    text = re.split(r"\n>\s", text or "")[0]
+    lines = [ln.rstrip() for ln in text.splitlines() if "$$" not in ln]
+    if not paragraphs:
+        return "\n".join(ln.strip() for ln in lines if re.search(r"[A-Za-z]", ln)).strip()
+    lines = [ln if re.search(r"[A-Za-z]", ln) else "" for ln in lines]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def player_room(facts) -> str:
+    """Return the room the engine's facts put the player in (``at(P, room)``); "" if none."""
+    for fact in facts:
+        if fact.name == "at" and len(fact.arguments) == 2 and fact.arguments[0].type == "P":
+            return fact.arguments[1].name
+    return ""
 
 
 def _truth(facts) -> tuple[dict, dict, str, set]:
-    place, state, room, holders = {}, {}, "", set()
+    place, state, holders = {}, {}, set()
     for fact in facts:
         args = [(a.name, a.type) for a in fact.arguments]
-        if fact.name == "at" and args[0][0] == "P":
-            room = args[1][0]
-        elif fact.name in ("in", "on", "at") and args[0][1] in PORTABLE:
+        if fact.name in ("in", "on", "at") and args[0][1] in PORTABLE:
             target, kind = args[1]
             place[args[0][0]] = ("held" if target == "I" else "floor" if kind == "r" else target)
         elif fact.name in ("open", "closed", "locked") and args and args[0][1] in OPENABLE:
@@ -102,7 +115,7 @@ def _truth(facts) -> tuple[dict, dict, str, set]:
             holders.add(args[1][0])
         if fact.name == "at" and args[0][1] in ("c", "s"):
             holders.add(args[0][0])
-    return place, state, room, holders
+    return place, state, player_room(facts), holders
 
 
 _WEIGHTS = (("go ", 5), ("open ", 3), ("close ", 1), ("take ", 4), ("put ", 2), ("insert ", 2),

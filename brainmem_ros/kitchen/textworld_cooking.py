@@ -7,8 +7,7 @@ facts or the walkthrough.
 """
 from __future__ import annotations
 
-import re
-
+from brainmem_ros.evaluation.textworld_walk import clean_feedback, player_room
 from brainmem_ros.kitchen.base import EnvState, EnvironmentError_
 
 __all__ = ["TextWorldCooking", "DEFAULT_TW_PARAMS", "parse_tw_params"]
@@ -28,22 +27,6 @@ def parse_tw_params(text: str) -> dict:
                 f"got {part!r}")
         options[name.strip()] = int(value)
     return options
-
-
-def _where(facts) -> str:
-    """Return the player's room from the engine's true state (``at(P, room)``)."""
-    for fact in facts:
-        if fact.name == "at" and len(fact.arguments) == 2 and fact.arguments[0].type == "P":
-            return fact.arguments[1].name.lower()
-    return ""
-
-
-def _clean(text: str) -> str:
-    """Drop the banner and the status line from the game's answer; keep its blank lines."""
-    text = re.split(r"\n>\s", text or "")[0]
-    lines = [ln.rstrip() for ln in text.splitlines() if "$$" not in ln]
-    lines = [ln if re.search(r"[A-Za-z]", ln) else "" for ln in lines]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 class TextWorldCooking:
@@ -88,7 +71,7 @@ class TextWorldCooking:
         self.env = self._textworld.start(str(self._game(seed)), request_infos=infos)
         state = self.env.reset()
         self.task = (state.objective or "").strip()
-        observation = _clean(state.feedback)
+        observation = clean_feedback(state.feedback, paragraphs=True)
         if self.task and observation.startswith(self.task):
             observation = observation[len(self.task):].strip()
         return self._state(state, observation, False, "")
@@ -97,14 +80,14 @@ class TextWorldCooking:
         if self.env is None:
             raise EnvironmentError_("reset the TextWorld game before stepping it")
         state, _score, done = self.env.step(action)
-        return self._state(state, _clean(state.feedback), done, action)
+        return self._state(state, clean_feedback(state.feedback, paragraphs=True), done, action)
 
     def _state(self, state, observation: str, done: bool, action: str) -> EnvState:
         won, lost = bool(state.won), bool(state.lost)
         return EnvState(self.task, observation, sorted(state.admissible_commands or []),
                         done or won or lost, won, lost,
                         {"failure": action if lost else "", "score": state.score,
-                         "location": _where(state.facts or ())})
+                         "location": player_room(state.facts or ()).lower()})
 
     def close(self) -> None:
         if self.env is not None:
