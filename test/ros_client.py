@@ -7,6 +7,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from brainmem_ros.nodes.runtime import call_spinning
+
 
 class Client:
 
@@ -21,17 +23,22 @@ class Client:
         self.qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.VOLATILE)
 
-    def call(self, srv_type, name: str, request, timeout: float = 20.0):
+    def call(self, srv_type, name: str, request, timeout: float = 20.0, resend_s: float = 5.0):
+        """Call and wait at most ``timeout``, sending again after ``resend_s`` without an answer.
+
+        A server drops its first answer to a client it has not fully discovered (see
+        ``brainmem_ros.nodes.runtime.call_and_wait``); 0 sends once, for requests that must not be
+        received twice.
+        """
         client = self.clients.get(name)
         if client is None:
             client = self.clients[name] = self.node.create_client(srv_type, name)
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"{name} not available within {timeout}s")
-        future = client.call_async(request)
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        if not future.done():
+        answer = call_spinning(self.executor, client, request, timeout, resend_s)
+        if answer is None:
             raise TimeoutError(f"{name} gave no answer within {timeout}s")
-        return future.result()
+        return answer
 
     def publish(self, msg_type, topic: str, msg, wait_s: float = 20.0) -> None:
         pub = self.publishers.get(topic)

@@ -140,7 +140,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     print(f"replayed {report.published} messages in {report.seconds:.1f} s, "
           f"skipped {report.skipped}")
     for problem in report.problems[:10]:
-        print(f"  skipped: {problem}")
+        print(f"  {problem}")
     return 0
 
 

@@ -124,10 +124,21 @@ class BrainMemory:
         return self.ingest(self.encoder.prepare(events))
 
     def ingest(self, traces: Sequence[Trace]) -> list[Trace]:
-        """Take traces encoded elsewhere (encoder_node): score their importance, add them."""
+        """Take traces encoded elsewhere (encoder_node): score their importance, add them.
+
+        A trace already held (same agent, stamp and text: a batch sent again because its
+        acknowledgement was lost) is answered with the one held, not added twice.
+        """
         for trace in traces:
             self._validate_trace(trace)
         with self._lock:
+            held = {(t.agent_id, t.timestamp, t.text): t
+                    for agent in {t.agent_id for t in traces}
+                    for t in self.working.agent(agent).traces}
+            again = [held.get((t.agent_id, t.timestamp, t.text)) for t in traces]
+            if all(again):
+                return again
+            traces = [t for t, old in zip(traces, again) if old is None]
             traces = self.encoder.score(traces, self._context_for)
             evicted: list[str] = []
             for trace in traces:
@@ -149,7 +160,8 @@ class BrainMemory:
             }
         for agent_id in due:
             self.consolidate(agent_id)
-        return traces
+        added = iter(traces)
+        return [old or next(added) for old in again]
 
     def _validate_trace(self, trace: Trace) -> None:
         check_agent(trace.agent_id)

@@ -156,6 +156,9 @@ class AgentWorkingMemory:
         if len(self.stack) >= 64:
             raise InvalidRequest("the goal stack is full (64 goals); complete or pop some first")
         goal.id = goal.id or f"goal-{uuid.uuid4().hex[:12]}"
+        if self.stack and self.stack[-1].id == goal.id and \
+                self.stack[-1].description == goal.description:
+            return self.stack[-1]  # the same push again (a resent request): answered, not repeated
         if any(g.id == goal.id for g in self.stack):
             raise InvalidRequest(f"goal {goal.id!r} is already on the stack")
         if self.stack:

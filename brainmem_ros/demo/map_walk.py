@@ -41,6 +41,7 @@ def run_map_demo(png: Path, timeout_s: float = 120.0) -> int:
 
     from brainmem_ros.inspection.map_view import draw_markers, latest_markers
     from brainmem_ros.msg import MemoryEntry
+    from brainmem_ros.nodes.runtime import call_spinning
     from brainmem_ros.srv import Consolidate, StoreMemory
 
     folder = Path(tempfile.mkdtemp(prefix="brainmem-map-"))
@@ -55,14 +56,14 @@ def run_map_demo(png: Path, timeout_s: float = 120.0) -> int:
     node = rclpy.create_node("brainmem_map_demo", namespace=f"/{NAMESPACE}")
     pose_out = node.create_publisher(PoseStamped, "pose", 10)
     caption_out = node.create_publisher(String, "caption", 10)
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
 
     def call(srv, name, request):
         client = node.create_client(srv, name)
         if not client.wait_for_service(timeout_sec=30.0):
             raise TimeoutError(f"{name} did not come up")
-        future = client.call_async(request)
-        rclpy.spin_until_future_complete(node, future, timeout_sec=30.0)
-        return future.result()
+        return call_spinning(executor, client, request, 30.0, resend_s=5.0)
 
     try:
         deadline = time.monotonic() + timeout_s
@@ -72,7 +73,7 @@ def run_map_demo(png: Path, timeout_s: float = 120.0) -> int:
                 return 1
             time.sleep(0.2)
         while caption_out.get_subscription_count() == 0 and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.1)
+            executor.spin_once(timeout_sec=0.1)
         for stop in WALK:
             if stop is None:
                 time.sleep(1.0)  # the encoder hands its batch over first

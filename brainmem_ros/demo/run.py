@@ -79,6 +79,7 @@ def _bag() -> Path:
 def run_bag_demo(timeout_s: float = 120.0) -> int:
     import rclpy
 
+    from brainmem_ros.nodes.runtime import call_spinning
     from brainmem_ros.replay.bag import replay
     from brainmem_ros.srv import Consolidate, RetrieveMemory
 
@@ -100,11 +101,10 @@ def run_bag_demo(timeout_s: float = 120.0) -> int:
         client = node.create_client(srv, name)
         if not client.wait_for_service(timeout_sec=30.0):
             raise TimeoutError(f"{name} did not come up")
-        future = client.call_async(request)
-        executor.spin_until_future_complete(future, timeout_sec=30.0)
-        if not future.done():
+        answer = call_spinning(executor, client, request, 30.0, resend_s=5.0)
+        if answer is None:
             raise TimeoutError(f"{name} gave no answer")
-        return future.result()
+        return answer
 
     try:
         deadline = time.monotonic() + timeout_s

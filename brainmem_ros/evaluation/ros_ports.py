@@ -7,6 +7,7 @@ planner_node from its worker thread (an executor spins the node elsewhere); ever
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Sequence
 
 from brainmem_ros.nodes import names
@@ -21,12 +22,17 @@ class RosCallError(BrainMemError):
     """A service did not come up or did not answer in time, or refused the request."""
 
 
-def _call(client, request, timeout_s: float):
+# A request that may be received twice is sent again when no answer came within this long (a
+# server can drop its first answer to a client it has not fully discovered: runtime.call_and_wait).
+RESEND_S = 5.0
+
+
+def _call(client, request, timeout_s: float, resend: bool = True):
     from brainmem_ros.nodes.runtime import call_and_wait
 
     if not client.wait_for_service(timeout_sec=timeout_s):
         raise RosCallError(f"{client.srv_name} is not available")
-    response = call_and_wait(client, request, timeout_s)
+    response = call_and_wait(client, request, timeout_s, RESEND_S if resend else None)
     if response is None:
         raise RosCallError(f"{client.srv_name} gave no answer in {timeout_s} s")
     if hasattr(response, "success") and not response.success:
@@ -58,9 +64,10 @@ class RosEnvironment:
                   self.timeout_s))
 
     def step(self, action: str) -> EnvState:
+        # An action is never sent twice; the episode's first call, the reset, may be.
         return self._state(
             _call(self.client, self.EnvStep.Request(agent_id=self.agent_id, action=action),
-                  self.timeout_s))
+                  self.timeout_s, resend=False))
 
 
 class RosMemory:
@@ -109,10 +116,14 @@ class RosMemory:
         from brainmem_ros.msg import Goal
 
         UpdateGoal = self.srv["UpdateGoal"]
+        push = op == UpdateGoal.Request.OP_PUSH
+        # A push names its goal, so that a resent push is recognised and answered, not repeated.
         request = UpdateGoal.Request(
-            operation=op, goal=Goal(agent_id=self.agent_id, id=goal_id, description=description,
-                                    temporary=temporary), fresh_world=fresh_world)
-        return _call(self.goals, request, self.timeout_s).goal
+            operation=op, goal=Goal(agent_id=self.agent_id,
+                                    id=f"goal-{uuid.uuid4().hex[:12]}" if push else goal_id,
+                                    description=description, temporary=temporary),
+            fresh_world=fresh_world)
+        return _call(self.goals, request, self.timeout_s, resend=push).goal
 
     def begin(self, task: str) -> str:
         self.started = self._now()
@@ -130,10 +141,18 @@ class RosMemory:
         """Publish with a stamp after the last one's, and return the stamp.
 
         Publish with a stamp after the last one's and return it: the store is asked for this stamp,
-        not for the text, which repeats (moving north twice, coming back to a room).
+        not for the text, which repeats (moving north twice, coming back to a room). Nothing is
+        published before a subscriber has matched: a volatile topic gives nobody what was sent
+        before it was discovered.
         """
         from brainmem_ros.nodes.conversions import to_time
 
+        deadline = time.monotonic() + self.timeout_s
+        while publisher.get_subscription_count() < 1:
+            if time.monotonic() > deadline:
+                raise RosCallError(f"nobody subscribed to {publisher.topic_name} within "
+                                   f"{self.timeout_s} s")
+            time.sleep(0.01)
         self._last_stamp = max(self._now(), self._last_stamp + 1e-3)
         msg.header.stamp = to_time(self._last_stamp)
         publisher.publish(msg)

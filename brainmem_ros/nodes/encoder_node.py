@@ -34,6 +34,7 @@ from brainmem_ros.srv import IngestTraces
 __all__ = ["EncoderNode", "main"]
 
 RETRY_S = 0.5  # a batch the store could not take now is sent again after this long
+RESEND_S = 5.0  # a batch not acknowledged within this long is sent again (runtime.call_and_wait)
 
 
 class EncoderNode(Node):
@@ -173,7 +174,9 @@ class EncoderNode(Node):
                 self.get_logger().warning(f"waiting for {self.client.srv_name} ...",
                                           throttle_duration_sec=10.0)
                 continue
-            response = call_and_wait(self.client, request, self.call_timeout_s)
+            # A batch may arrive twice (the store answers a resend with the traces it holds).
+            response = call_and_wait(self.client, request, self.call_timeout_s,
+                                     resend_s=RESEND_S)
             if response is None:
                 self.store_reachable = False
                 self.get_logger().warning("the store did not acknowledge a batch in time; retrying")

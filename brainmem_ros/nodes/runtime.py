@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 from typing import Callable, Optional, Sequence
 
 import rclpy
@@ -22,8 +23,8 @@ from brainmem_ros.core.errors import BrainMemError, TimeUnavailable
 from brainmem_ros.nodes.signals import hold
 
 __all__ = [
-    "run", "spin_until_signal", "call_and_wait", "release", "BoundedCallbackGroup", "executor_for",
-    "node_clock"
+    "run", "spin_until_signal", "call_and_wait", "call_spinning", "release", "BoundedCallbackGroup",
+    "executor_for", "node_clock"
 ]
 
 
@@ -56,19 +57,45 @@ class BoundedCallbackGroup(CallbackGroup):
             self._running -= 1
 
 
-def call_and_wait(client, request, timeout_s: float):
+def call_and_wait(client, request, timeout_s: float, resend_s: Optional[float] = None):
     """Call a service from a worker thread and wait at most ``timeout_s``.
 
     Call a service from a worker thread (the executor spins elsewhere) and wait at most
     ``timeout_s``; the response, or None when none came (the call is then cancelled).
+
+    ``resend_s``: send the request again when no answer came within that long, for requests that
+    may be received twice. A server drops its response when it has not yet discovered the client's
+    response reader (Fast DDS waits 100 ms for it, then rclpy warns "failed to send response"); on
+    a loaded machine a client's first call can meet that, and only a resend recovers it.
     """
-    done = threading.Event()
-    future = client.call_async(request)
-    future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout_s) or future.result() is None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        left = deadline - time.monotonic()
+        if done.wait(min(left, resend_s) if resend_s else left) and future.result() is not None:
+            return future.result()
         future.cancel()
-        return None
-    return future.result()
+        client.remove_pending_request(future)
+        if time.monotonic() >= deadline:
+            return None
+
+
+def call_spinning(executor, client, request, timeout_s: float, resend_s: Optional[float] = None):
+    """Call a service and spin ``executor`` in this thread until the answer, ``timeout_s`` at most.
+
+    The response, or None when none came. ``resend_s`` as in ``call_and_wait``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        future = client.call_async(request)
+        executor.spin_until_future_complete(future,
+                                            timeout_sec=min(left, resend_s) if resend_s else left)
+        if future.done():
+            return future.result()
+        client.remove_pending_request(future)
+    return None
 
 
 def executor_threads(nodes: Sequence) -> int:

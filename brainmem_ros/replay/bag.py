@@ -146,6 +146,7 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
     sees a recent run); without it the memory sees the recorded times, as a replayed study should.
     ``clock`` publishes ``/clock`` from the bag's time (for nodes on ``use_sim_time``).
     """
+    from rclpy.duration import Duration
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     if rate < 0:
@@ -170,6 +171,9 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
             deadline = time.monotonic() + wait_subscribers_s
             while publishers[topic].get_subscription_count() < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
+            if publishers[topic].get_subscription_count() < 1:
+                report.problems.append(f"nobody subscribed to {topic} within "
+                                       f"{wait_subscribers_s:.0f} s: its messages went nowhere")
         first_stamp = stamp if first_stamp is None else first_stamp
         if restamp and hasattr(msg, "header"):
             shifted = time.time_ns() - int(
@@ -185,6 +189,12 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
             ticker.tick(stamp)
         publishers[topic].publish(msg)
         report.published += 1
+    # A reliable message is only delivered once acknowledged: a process that exits before then takes
+    # the unacknowledged ones with it (the tail of a fast replay, on a loaded machine).
+    for topic, publisher in publishers.items():
+        if not publisher.wait_for_all_acked(Duration(seconds=wait_subscribers_s)):
+            report.problems.append(f"{topic}: not every message was acknowledged within "
+                                   f"{wait_subscribers_s:.0f} s")
     report.seconds = time.monotonic() - start_wall
     return report
 

@@ -33,7 +33,7 @@ def _change(client, label: str) -> bool:
     Transition, ChangeState, _ = _lifecycle()
     return client.call(ChangeState, f"{NODE}/change_state",
                        ChangeState.Request(transition=Transition(label=label)),
-                       timeout=120.0).success
+                       timeout=120.0, resend_s=0).success  # a transition is taken once
 
 
 def _store(client, text: str):

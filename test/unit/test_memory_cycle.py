@@ -376,3 +376,25 @@ def test_retrieval_reads_working_memory_while_traces_stream_in(make_memory, hash
     writer.join(timeout=30)
     assert not failures, failures[0]
     assert len(memory.working_memory("a").traces) == 60
+
+
+def test_a_batch_sent_again_is_answered_with_the_traces_held_not_added_twice(make_memory, hashing):
+    """encoder_node resends a batch whose acknowledgement was lost; each event is held once."""
+    from brainmem_ros.core.encoding import Event
+    from brainmem_ros.core.trace import TraceKind
+
+    memory = make_memory(hashing, **{"consolidation.every_n_traces": 0})
+    batch = memory.encoder.prepare([
+        Event("a", TraceKind.OBSERVATION, f"the cup {i} is on the shelf", timestamp=100.0 + i)
+        for i in range(3)
+    ])
+    first = [t.id for t in memory.ingest(batch)]
+    again = memory.encoder.prepare([
+        Event("a", TraceKind.OBSERVATION, f"the cup {i} is on the shelf", timestamp=100.0 + i)
+        for i in range(4)
+    ])
+    answered = [t.id for t in memory.ingest(again)]
+    assert answered[:3] == first and answered[3] not in first
+    assert [t.text for t in memory.working_memory("a").traces].count(
+        "the cup 0 is on the shelf") == 1
+    assert len(memory.working_memory("a").traces) == 4

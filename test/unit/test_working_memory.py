@@ -73,6 +73,15 @@ def test_goal_errors_are_clear():
         wm.push(Goal("", "  ", "a"))
 
 
+def test_a_push_sent_again_is_answered_with_the_goal_it_made():
+    wm = WorkingMemory(WorkingSection()).agent("a")
+    first = wm.push(Goal("g1", "make a sandwich", "a"))
+    assert wm.push(Goal("g1", "make a sandwich", "a")) is first and wm.stack == [first]
+    wm.push(Goal("g2", "turn off the timer", "a", temporary=True))
+    with pytest.raises(InvalidRequest, match="already on the stack"):
+        wm.push(Goal("g1", "make a sandwich", "a"))  # no longer the newest: not a resend
+
+
 def test_snapshot_round_trip(tmp_path):
     path = tmp_path / "wm.json"
     memory = WorkingMemory(WorkingSection(), path)
