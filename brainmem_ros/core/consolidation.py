@@ -154,7 +154,8 @@ class Consolidator:
             if failed:
                 content = f"{action} failed" + (f": {result}" if result else "")
             else:
-                content = (result.rstrip(".") if result else f"you did: {action}") + " (success)"
+                content = (f"{action}: {result.rstrip('.')}" if result else f"you did: {action}") \
+                    + " (success)"
         return Entry(agent_id=trace.agent_id, zone=Zone.EPISODIC, content=content,
                      embedding=trace.embedding, entities=list(trace.entities), relations=relations,
                      importance=cfg.warning_importance if failed else trace.importance,

@@ -63,6 +63,21 @@ def test_repeated_successes_merge_into_one_stronger_procedure(make_memory, hashi
     assert memory.store.counts()["a"]["goal"] == 3
 
 
+def test_a_consolidated_action_keeps_what_was_done_beside_what_it_gave(make_memory, hashing):
+    """A move's episode must say the move: "-= Kitchen =-" alone cannot link two rooms."""
+    memory = make_memory(hashing)
+    memory.act("a", "go west", True, "-= Kitchen =- You are in a kitchen.", location="corridor")
+    memory.act("a", "look around", True, "")
+    memory.consolidate("a")
+    episodes = {
+        e.content: e
+        for e in memory.store.get(memory.store.ids()) if e.zone is Zone.EPISODIC
+    }
+    assert "go west: -= Kitchen =- You are in a kitchen (success)" in episodes
+    assert episodes["go west: -= Kitchen =- You are in a kitchen (success)"].location == "corridor"
+    assert "you did: look around (success)" in episodes
+
+
 def test_failure_becomes_a_warning_announced_before_a_similar_goal(make_memory, hashing):
     memory = make_memory(hashing)
     goal = memory.push_goal("a", "make coffee with the coffee machine")
