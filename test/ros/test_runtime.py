@@ -65,3 +65,41 @@ def test_the_store_serves_as_many_retrievals_at_once_as_configured(tmp_path):
         node.destroy_node()
     finally:
         rclpy.shutdown()
+
+
+class _LosesFirstAnswer:
+    """A service client whose first request's answer never comes, as when a server drops it."""
+
+    def __init__(self):
+        from rclpy.task import Future
+
+        self.Future, self.sent, self.removed = Future, 0, []
+
+    def call_async(self, request):
+        self.sent += 1
+        future = self.Future()
+        if self.sent > 1:
+            future.set_result(f"answer to {request}")
+        return future
+
+    def remove_pending_request(self, future):
+        self.removed.append(future)
+
+
+def test_a_lost_answer_is_recovered_by_sending_again_and_only_where_asked():
+    from brainmem_ros.nodes.runtime import call_and_wait, call_spinning
+
+    client = _LosesFirstAnswer()
+    assert call_and_wait(client, "where is the butter", 5.0, resend_s=0.2) == \
+        "answer to where is the butter"
+    assert client.sent == 2 and len(client.removed) == 1
+    once = _LosesFirstAnswer()
+    assert call_and_wait(once, "take the butter", 0.3) is None and once.sent == 1
+
+    class Executor:
+        def spin_until_future_complete(self, future, timeout_sec):
+            pass  # the answer is there at once or never
+
+    spun = _LosesFirstAnswer()
+    assert call_spinning(Executor(), spun, "q", 5.0, resend_s=0.1) == "answer to q"
+    assert spun.sent == 2
