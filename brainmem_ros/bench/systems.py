@@ -72,6 +72,7 @@ class BrainmemSystem:
         config = MemoryConfig().replace(**{"store.path": str(folder / "memory.db"),
                                            "consolidation.every_n_traces": 0, **self.settings})
         self.memory = BrainMemory(config, embedder=_NoEmbedder(), clock=lambda: CORPUS_NOW)
+        self.folder = folder
         self.rowid_to_index: dict[int, int] = {}
 
     def insert(self, start: int, texts, agents, zones, vectors) -> None:
@@ -96,6 +97,22 @@ class BrainmemSystem:
         zones = [Zone(FILTER_ZONE)] if filtered else list(LONG_TERM_ZONES)
         hits = self.memory.store.vector_search(vector, FILTER_AGENT, zones, K,
                                                include_superseded=True)
+        return [self.rowid_to_index[r] for r, _ in hits]
+
+    def current_rows(self) -> np.ndarray:
+        """Bench indexes of the rows a default filtered query may return: current facts only."""
+        import sqlite3
+
+        with sqlite3.connect(f"file:{self.folder / 'memory.db'}?mode=ro", uri=True) as db:
+            rowids = db.execute("SELECT rowid FROM entries WHERE agent_id = ? AND zone = ? AND "
+                                "superseded = 0", (FILTER_AGENT, FILTER_ZONE)).fetchall()
+        return np.array(sorted(self.rowid_to_index[r] for r, in rowids), dtype=np.int64)
+
+    def query_current(self, vector: np.ndarray) -> list[int]:
+        """Answer the filtered query as brainmem does by default: superseded facts left out."""
+        from brainmem_ros.core.trace import Zone
+
+        hits = self.memory.store.vector_search(vector, FILTER_AGENT, [Zone(FILTER_ZONE)], K)
         return [self.rowid_to_index[r] for r, _ in hits]
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from brainmem_ros.bench.core import FIRST_QUESTIONS, format_table, run_bench
 from brainmem_ros.bench.corpus import cached_embeddings, make_corpus, make_questions
-from brainmem_ros.bench.peers import format_peer_table
+from brainmem_ros.bench.peers import format_peer_table, format_ratios
 
 KEYS = {
     "retrieve_p50_ms", "retrieve_p99_ms", "retrieve_no_embed_p99_ms", "recall_at_10",
@@ -76,6 +76,13 @@ def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
         assert curve[0]["recall"] == figures["recall"] and len(curve) == len(set(
             str(point["knob"]) for point in curve)), name
     assert systems["brainmem"]["2000"]["recall"] == 1.0  # exact search while small
+    # the default query (current facts) beside FAISS over exactly the current rows, knob for knob
+    current = systems["brainmem"]["2000"]["current_facts"]
+    truth = [c for c in make_corpus(2000) if c.agent_id == "robot_a" and c.zone.value == "episodic"]
+    assert 0 < current["rows"] < len(truth)  # some facts were superseded, and only those left out
+    assert [p["knob"] for p in current["brainmem"]] == [p["knob"] for p in current["faiss"]]
+    assert current["brainmem"][0]["recall"] == 1.0 and current["faiss"][0]["recall"] >= 0.9
+    assert "current facts" in format_ratios(report["ratios"]["2000"][0])
     assert "lancedb" in format_peer_table(systems)
     assert {f["system"] for f in report["ratios"]["2000"]} == {"brainmem", "brainmem-int8"}
 
@@ -94,7 +101,13 @@ def test_ratios_take_each_store_at_its_fastest_setting_that_reaches_the_recall()
                "lancedb": store(4000, (0.97, 3.0), (0.90, 0.4), (0.96, 2.0)),
                "milvus": store(1000, (0.99, 2.5)), "qdrant": store(500, (0.80, 0.1)),
                "faiss": store(0, (0.95, 0.1), (0.99, 0.25))}
+    systems["brainmem"]["100"]["current_facts"] = {  # the default query and its own floor
+        "rows": 60, "brainmem": [{"knob": 0, "recall": 0.97, "p50_ms": 0.2, "p99_ms": 0.4}],
+        "faiss": [{"knob": 0, "recall": 0.99, "p50_ms": 0.1, "p99_ms": 0.3},
+                  {"knob": 1, "recall": 0.9, "p50_ms": 0.05, "p99_ms": 0.1},
+                  {"knob": 2, "recall": 0.966, "p50_ms": 0.1, "p99_ms": 0.2}]}
     found = ratios(systems, "100", pipeline_p99_ms=1.5)
+    assert found["current_p99_over_faiss"] == 2.0  # FAISS at 0.966, within 0.005 of our 0.97
     # lancedb at 0.96 / 2.0 ms: its faster 0.90 setting and qdrant's 0.80 do not count
     assert found["fastest_store"] == "lancedb" and found["fastest_store_p99_ms"] == 2.0
     assert found["p99_over_fastest_store"] == 0.25
