@@ -21,9 +21,22 @@ KEYS = ("episodes", "success_rate", "mean_steps", "interruption_recovery_rate",
 
 
 @pytest.fixture(scope="module")
-def in_process(minilm):
+def nodes_embedder():
+    """Make the embedder the memory nodes make from the default configuration.
+
+    The in-process runs that the runs over ROS are compared with must embed as the nodes do: the
+    session's float ONNX model and the nodes' default int8 one rank close memories differently.
+    """
+    from brainmem_ros.core.config import MemoryConfig
+    from brainmem_ros.core.embedding import MiniLMEmbedder
+
+    return MiniLMEmbedder.configured(MemoryConfig().embedding)
+
+
+@pytest.fixture(scope="module")
+def in_process(nodes_embedder):
     settings = EvalSettings(env="kitchen", seeds=[0, 1, 2], interruptions=True)
-    return evaluate(settings, progress=False, embedder=minilm)
+    return evaluate(settings, progress=False, embedder=nodes_embedder)
 
 
 def test_report_has_every_condition_and_figure(in_process):
@@ -59,7 +72,7 @@ def test_a_remembered_failure_is_not_repeated(minilm):
 
 
 @pytest.fixture(scope="module")
-def kitchen_after_kitchen(minilm):
+def kitchen_after_kitchen(nodes_embedder):
     """Play two coffee seeds with a fresh memory each, and with one lifelong memory.
 
     Seeds 7 and 10 are both the coffee task, each with the short circuit in its recipe: 7 meets it
@@ -69,7 +82,7 @@ def kitchen_after_kitchen(minilm):
         lifelong: evaluate(
             EvalSettings(env="kitchen", seeds=[7, 10], interruptions=True,
                          conditions=("brainmem", ), lifelong=lifelong), progress=False,
-            embedder=minilm)
+            embedder=nodes_embedder)
         for lifelong in (False, True)
     }
 
