@@ -146,13 +146,11 @@ class RosMemory:
         before it was discovered.
         """
         from brainmem_ros.nodes.conversions import to_time
+        from brainmem_ros.nodes.runtime import wait_for_subscriber
 
-        deadline = time.monotonic() + self.timeout_s
-        while publisher.get_subscription_count() < 1:
-            if time.monotonic() > deadline:
-                raise RosCallError(f"nobody subscribed to {publisher.topic_name} within "
-                                   f"{self.timeout_s} s")
-            time.sleep(0.01)
+        if not wait_for_subscriber(publisher, self.timeout_s, every_s=0.01):
+            raise RosCallError(f"nobody subscribed to {publisher.topic_name} within "
+                               f"{self.timeout_s} s")
         self._last_stamp = max(self._now(), self._last_stamp + 1e-3)
         msg.header.stamp = to_time(self._last_stamp)
         publisher.publish(msg)

@@ -23,8 +23,8 @@ from brainmem_ros.core.errors import BrainMemError, TimeUnavailable
 from brainmem_ros.nodes.signals import hold
 
 __all__ = [
-    "run", "spin_until_signal", "call_and_wait", "call_spinning", "release", "BoundedCallbackGroup",
-    "executor_for", "node_clock"
+    "run", "spin_until_signal", "call_and_wait", "call_spinning", "wait_for_subscriber", "release",
+    "BoundedCallbackGroup", "executor_for", "node_clock"
 ]
 
 
@@ -80,6 +80,19 @@ def call_and_wait(client, request, timeout_s: float, resend_s: Optional[float] =
         client.remove_pending_request(future)
         if time.monotonic() >= deadline:
             return None
+
+
+def wait_for_subscriber(publisher, timeout_s: float, every_s: float = 0.02) -> bool:
+    """Wait until ``publisher`` has matched a subscriber (True), at most ``timeout_s``.
+
+    A volatile topic gives nobody what was published before it was discovered.
+    """
+    deadline = time.monotonic() + timeout_s
+    while publisher.get_subscription_count() < 1:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every_s)
+    return True
 
 
 def call_spinning(executor, client, request, timeout_s: float, resend_s: Optional[float] = None):

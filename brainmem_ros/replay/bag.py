@@ -149,6 +149,8 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
     from rclpy.duration import Duration
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+    from brainmem_ros.nodes.runtime import wait_for_subscriber
+
     if rate < 0:
         raise BagError("rate must be >= 0 (0: as fast as possible)")
     if restamp and clock:
@@ -168,10 +170,7 @@ def replay(node, path: Path, rate: float = 1.0, topics: Optional[Sequence[str]] 
             continue
         if topic not in publishers:
             publishers[topic] = node.create_publisher(type(msg), topic.lstrip("/"), qos)
-            deadline = time.monotonic() + wait_subscribers_s
-            while publishers[topic].get_subscription_count() < 1 and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if publishers[topic].get_subscription_count() < 1:
+            if not wait_for_subscriber(publishers[topic], wait_subscribers_s):
                 report.problems.append(f"nobody subscribed to {topic} within "
                                        f"{wait_subscribers_s:.0f} s: its messages went nowhere")
         first_stamp = stamp if first_stamp is None else first_stamp
@@ -205,12 +204,12 @@ class _ClockTicker:
     def __init__(self, node, wait_subscribers_s: float):
         from rosgraph_msgs.msg import Clock
 
+        from brainmem_ros.nodes.runtime import wait_for_subscriber
+
         self._message = Clock
         self._publisher = node.create_publisher(Clock, "/clock", 10)
         self._last = -1
-        deadline = time.monotonic() + wait_subscribers_s
-        while self._publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for_subscriber(self._publisher, wait_subscribers_s)
 
     def tick(self, stamp_ns: int) -> None:
         if stamp_ns <= self._last:
