@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
-__all__ = ["plot_report", "plot_curves"]
+__all__ = ["plot_report", "plot_curves", "plot_ingest"]
 
 
 def plot_report(report: dict, path: Path) -> Path:
@@ -94,6 +95,49 @@ def plot_curves(systems: dict, path: Path) -> Path:
                  ylabel="recall@10", title=f"{n:,} memories: each store's knob swept")
         axis.grid(True, alpha=0.3, which="both")
         axis.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plot_ingest(systems: dict, path: Path) -> Optional[Path]:
+    """Draw each store's write rate through its ingest, tenth by tenth, and rows in no graph.
+
+    A single ingest rate hides where it slows: as the store grows, or behind an index that falls
+    behind. None when the report has no ingest course (made before the bench recorded one).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [(name, int(n), f["ingest_course"]) for name, per_size in systems.items()
+            for n, f in sorted(per_size.items(), key=lambda item: int(item[0]))
+            if f.get("ingest_course")]
+    if not runs:
+        return None
+    figure, (rates, unindexed) = plt.subplots(1, 2, figsize=(13, 4.4))
+    names = list(systems)
+    for name, n, course in runs:
+        rows = [0] + [point["rows"] for point in course]
+        seconds = [0.0] + [point["seconds"] for point in course]
+        rate = [(rows[i + 1] - rows[i]) / max(seconds[i + 1] - seconds[i], 1e-9)
+                for i in range(len(course))]
+        style = dict(color=f"C{names.index(name)}", marker="o" if n == max(r[1] for r in runs)
+                     else "x", linestyle="-" if n == max(r[1] for r in runs) else "--")
+        rates.plot(rows[1:], rate, label=f"{name} {n:,}", **style)
+        if course[0]["unindexed"] is not None:
+            unindexed.plot(rows[1:], [point["unindexed"] for point in course],
+                           label=f"{name} {n:,}", **style)
+    rates.set(xscale="log", yscale="log", xlabel="memories stored so far",
+              ylabel="entries per second, this tenth", title="Pre-embedded write rate as it grows")
+    unindexed.set(xscale="log", xlabel="memories stored so far", ylabel="rows in no graph yet",
+                  title="brainmem: rows the background indexer owes (searched exactly)")
+    for axis in (rates, unindexed):
+        axis.grid(True, alpha=0.3, which="both")
+        axis.legend(fontsize=7)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)

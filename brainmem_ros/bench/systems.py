@@ -87,6 +87,10 @@ class BrainmemSystem:
     def settle(self) -> None:
         self.memory.store.wait_indexed()
 
+    def unindexed(self) -> int:
+        """Rows stored but in no graph yet: answered by an exact scan until the indexer has them."""
+        return self.memory.store.index_backlog()
+
     def tune(self, ef: int) -> None:
         # The partitions read the one settings object on every search.
         object.__setattr__(self.memory.store.index_settings, "hnsw_ef_search", int(ef))

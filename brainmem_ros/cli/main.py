@@ -92,12 +92,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(f"report: {args.json}")
     if args.plot:
-        from brainmem_ros.bench.plot import plot_curves, plot_report
+        from brainmem_ros.bench.plot import plot_curves, plot_ingest, plot_report
 
         print(f"plot: {plot_report(report, args.plot)}")
         if "systems" in report:
             curves = args.plot.with_name(f"{args.plot.stem}_curves{args.plot.suffix}")
             print(f"plot: {plot_curves(report['systems'], curves)}")
+            course = plot_ingest(report["systems"],
+                                 args.plot.with_name(f"{args.plot.stem}_ingest{args.plot.suffix}"))
+            if course is not None:
+                print(f"plot: {course}")
     return 0
 
 

@@ -8,6 +8,7 @@ import pytest
 from brainmem_ros.bench.core import FIRST_QUESTIONS, format_table, run_bench
 from brainmem_ros.bench.corpus import cached_embeddings, make_corpus, make_questions
 from brainmem_ros.bench.peers import format_peer_table, format_ratios
+from brainmem_ros.bench.plot import plot_ingest
 
 KEYS = {
     "retrieve_p50_ms", "retrieve_p99_ms", "retrieve_no_embed_p99_ms", "recall_at_10",
@@ -83,6 +84,17 @@ def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
     assert [p["knob"] for p in current["brainmem"]] == [p["knob"] for p in current["faiss"]]
     assert current["brainmem"][0]["recall"] == 1.0 and current["faiss"][0]["recall"] >= 0.9
     assert "current facts" in format_ratios(report["ratios"]["2000"][0])
+    for name, per_size in systems.items():  # the ingest course: where along the way it slowed
+        figures = per_size["2000"]
+        course = figures["ingest_course"]
+        assert [p["rows"] for p in course] == [1000, 2000], name
+        assert 0 < course[0]["seconds"] <= course[1]["seconds"], name
+        assert figures["ingest_written_per_s"] >= figures["ingest_preembedded_per_s"], name
+        owed = [p["unindexed"] for p in course]
+        assert owed == ([0, 0] if name.startswith("brainmem") else [None, None]), name  # exact
+    drawn = plot_ingest(systems, tmp_path / "ingest.png")
+    assert drawn is not None and drawn.stat().st_size > 10_000
+    assert plot_ingest({"faiss": {"2000": {"recall": 1.0}}}, tmp_path / "none.png") is None
     assert "lancedb" in format_peer_table(systems)
     assert {f["system"] for f in report["ratios"]["2000"]} == {"brainmem", "brainmem-int8"}
 
