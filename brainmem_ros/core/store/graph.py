@@ -139,8 +139,8 @@ class Graph:
         bits = np.packbits(allowed, bitorder="little")
         params = faiss.SearchParametersHNSW()
         params.efSearch = max(self.settings.ef_for(self.count), k)
-        selector = faiss.IDSelectorBitmap(len(allowed),
-                                          faiss.swig_ptr(bits))  # held: SWIG does not keep it alive
+        # FAISS bounds the bitmap by its length in bytes. ``bits`` is held: SWIG does not keep it.
+        selector = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
         params.sel = selector
         sims, labels = self.index.search(query.reshape(1, -1), min(k, n_allowed), params=params)
         del selector, bits
