@@ -16,8 +16,9 @@ DEPS_STAMP := $(VENV)/.brainmem-deps
 BUILD_STAMP := install/.brainmem-build
 PEERS_STAMP := $(VENV)/.brainmem-peers
 LLM_STAMP := $(VENV)/.brainmem-llm
-# A new or renamed file under these needs an install step; edits to existing Python files do not
-# (symlink install), but rebuilding on them is cheap and keeps the rule simple.
+# Any change under these needs a build: ament_cmake_python installs a copy of the package made at
+# build time (--symlink-install links to that copy, not to the sources). A build with nothing else
+# changed takes about a second.
 PACKAGE_INPUTS := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv) \
 	$(shell find brainmem_ros launch config -type f ! -path '*/__pycache__/*' 2>/dev/null)
 PYTEST_ARGS ?=

@@ -27,4 +27,10 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST
 # The embedding model ships inside a Python package; nothing is fetched from a hub at run time.
 export HF_HUB_OFFLINE=1
 export TRANSFORMERS_OFFLINE=1
+# `brainmem-ros` and `import brainmem_ros` outside the source folder run install/'s copy of the
+# package, which is as old as the last build: say so when a source file is newer.
+if [ -e "$_brainmem_install/.brainmem-build" ] && [ -n "$(find "$BRAINMEM_ROOT/brainmem_ros" \
+    -name '*.py' -newer "$_brainmem_install/.brainmem-build" -print -quit 2>/dev/null)" ]; then
+  echo "brainmem_ros: install/ is older than the sources; run 'make env' to rebuild it" >&2
+fi
 unset _brainmem_venv _brainmem_install _brainmem_py
