@@ -120,13 +120,14 @@ def plot_ingest(systems: dict, path: Path) -> Optional[Path]:
         return None
     figure, (rates, unindexed) = plt.subplots(1, 2, figsize=(13, 4.4))
     names = list(systems)
+    largest = max(n for _, n, _ in runs)
     for name, n, course in runs:
         rows = [0] + [point["rows"] for point in course]
         seconds = [0.0] + [point["seconds"] for point in course]
         rate = [(rows[i + 1] - rows[i]) / max(seconds[i + 1] - seconds[i], 1e-9)
                 for i in range(len(course))]
-        style = dict(color=f"C{names.index(name)}", marker="o" if n == max(r[1] for r in runs)
-                     else "x", linestyle="-" if n == max(r[1] for r in runs) else "--")
+        style = dict(color=f"C{names.index(name)}", marker="o" if n == largest else "x",
+                     linestyle="-" if n == largest else "--")
         rates.plot(rows[1:], rate, label=f"{name} {n:,}", **style)
         if course[0]["unindexed"] is not None:
             unindexed.plot(rows[1:], [point["unindexed"] for point in course],
