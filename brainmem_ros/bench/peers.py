@@ -32,7 +32,8 @@ from typing import Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from brainmem_ros.bench.systems import FACTORIES, FILTER_AGENT, FILTER_ZONE, K, PeerUnavailable
+from brainmem_ros.bench.systems import (FACTORIES, FILTER_AGENT, FILTER_ZONE, K, PeerUnavailable,
+                                        floor_graph, tune_floor)
 from brainmem_ros.core.latency import percentile
 
 __all__ = ["PEERS", "SYSTEMS", "PeerUnavailable", "bench_system", "run_peers", "format_peer_table",
@@ -160,25 +161,18 @@ def _current_facts(system, data: Data) -> dict:
     current graph alone; its floor is one FAISS graph over the same current rows, built and searched
     with the same degree and efSearch scaling. Both swept over the same knob.
     """
-    import faiss
-
-    from brainmem_ros.core.store.graph import IndexSettings
-
     rows = system.current_rows()
     vectors = np.ascontiguousarray(data.vectors[rows])
     k = min(K, len(rows))
     kth = np.sort(data.queries @ vectors.T, axis=1)[:, -k]
-    graph = faiss.IndexHNSWFlat(vectors.shape[1], IndexSettings().m_for(len(rows)),
-                                faiss.METRIC_INNER_PRODUCT)
-    graph.hnsw.efConstruction = IndexSettings().hnsw_ef_construction
-    graph.add(vectors)
+    graph = floor_graph(vectors)
     position = {int(r): i for i, r in enumerate(rows)}
     asks = {"brainmem": lambda v: [position[i] for i in system.query_current(v)],
             "faiss": lambda v: [int(i) for i in graph.search(v[None, :], k)[1][0] if i >= 0]}
     curves: dict = {"rows": len(rows), "brainmem": [], "faiss": []}
     for knob in system.knobs:
         system.tune(knob)
-        graph.hnsw.efSearch = IndexSettings(hnsw_ef_search=knob).ef_for(len(rows))
+        tune_floor(graph, knob)
         for name, ask in asks.items():
             scored = []
             latencies = _timed(ask, data.queries, lambda i, vector, found: scored.append(
@@ -319,6 +313,11 @@ def best_setting(figures: dict, min_recall: float = 0.95) -> Optional[dict]:
     return min(points, key=lambda p: p["p99_ms"]) if points else None
 
 
+def _floor_at(curve: list, recall: float) -> dict:
+    """FAISS at its fastest setting as good as ``recall`` (or its best): equal recall, not knob."""
+    return best_setting({"curve": curve}, recall - 0.005) or max(curve, key=lambda p: p["recall"])
+
+
 def ratios(systems: dict, size: str, pipeline_p99_ms: Optional[float] = None,
            system: str = "brainmem") -> dict:
     """``system`` against the fastest store at ``size``, as the issue's ratios.
@@ -348,16 +347,13 @@ def ratios(systems: dict, size: str, pipeline_p99_ms: Optional[float] = None,
             ours["ingest_preembedded_per_s"] / stores[quickest][1]["ingest_preembedded_per_s"]))
     floor = systems.get("faiss", {}).get(size, {})
     if floor.get("curve"):
-        # FAISS at its fastest setting as good as ours (or its best): equal recall, not equal knob
-        at = best_setting(floor, ours["recall"] - 0.005) or max(floor["curve"],
-                                                                key=lambda p: p["recall"])
+        at = _floor_at(floor["curve"], ours["recall"])
         out.update(faiss_p99_ms=at["p99_ms"], faiss_recall=at["recall"],
                    p99_over_faiss=ours["query_filtered_p99_ms"] / at["p99_ms"])
     current = ours.get("current_facts")
     if current:  # the default query (current facts) against FAISS on the same rows, equal recall
         mine = current["brainmem"][0]
-        at = best_setting({"curve": current["faiss"]}, mine["recall"] - 0.005) or max(
-            current["faiss"], key=lambda p: p["recall"])
+        at = _floor_at(current["faiss"], mine["recall"])
         out.update(current_p99_ms=mine["p99_ms"], current_recall=mine["recall"],
                    current_faiss_p99_ms=at["p99_ms"], current_faiss_recall=at["recall"],
                    current_p99_over_faiss=mine["p99_ms"] / at["p99_ms"])

@@ -29,7 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["FACTORIES", "PeerUnavailable", "FILTER_AGENT", "FILTER_ZONE", "K"]
+__all__ = ["FACTORIES", "PeerUnavailable", "FILTER_AGENT", "FILTER_ZONE", "K", "floor_graph",
+           "tune_floor"]
 
 FILTER_AGENT, FILTER_ZONE = "robot_a", "episodic"
 K = 10
@@ -339,7 +340,7 @@ class FaissSystem:
     knobs = (128, 16, 32, 64, 256)  # efSearch, brainmem's default first
 
     def __init__(self, folder: Path):
-        self.faiss = _need("faiss", "faiss-cpu")
+        _need("faiss", "faiss-cpu")  # a clear skip where it is not installed
         self.vectors, self.agents, self.zones = [], [], []
         self.graphs: dict[bool, tuple] = {}
 
@@ -349,28 +350,18 @@ class FaissSystem:
         self.zones += list(zones)
 
     def settle(self) -> None:
-        from brainmem_ros.core.store.graph import IndexSettings
-
-        settings = IndexSettings()
         vectors = np.concatenate(self.vectors)
         agents, zones = np.asarray(self.agents), np.asarray(self.zones)
         for filtered in (True, False):
             rows = np.flatnonzero((agents == FILTER_AGENT) & (
                 (zones == FILTER_ZONE) if filtered else True))
-            graph = self.faiss.IndexHNSWFlat(384, settings.m_for(len(rows)),
-                                             self.faiss.METRIC_INNER_PRODUCT)
-            graph.hnsw.efConstruction = settings.hnsw_ef_construction
-            graph.add(vectors[rows])
-            self.graphs[filtered] = (graph, rows)
+            self.graphs[filtered] = (floor_graph(vectors[rows]), rows)
         self.vectors = []
         self.tune(self.knobs[0])
 
     def tune(self, ef: int) -> None:
-        from brainmem_ros.core.store.graph import IndexSettings
-
-        settings = IndexSettings(hnsw_ef_search=int(ef))  # scaled with the rows, as brainmem's
-        for graph, rows in self.graphs.values():
-            graph.hnsw.efSearch = settings.ef_for(len(rows))
+        for graph, _ in self.graphs.values():
+            tune_floor(graph, ef)
 
     def query(self, vector: np.ndarray, filtered: bool) -> list[int]:
         graph, rows = self.graphs[filtered]
@@ -379,6 +370,30 @@ class FaissSystem:
 
     def close(self) -> None:
         self.graphs.clear()
+
+
+def floor_graph(vectors: np.ndarray):
+    """One FAISS HNSW graph over ``vectors``, built as brainmem builds a current graph that size.
+
+    The floor every brainmem figure is compared with: the same degree and efConstruction, no store.
+    """
+    import faiss
+
+    from brainmem_ros.core.store.graph import IndexSettings
+
+    settings = IndexSettings()
+    graph = faiss.IndexHNSWFlat(vectors.shape[1], settings.m_for(len(vectors)),
+                                faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efConstruction = settings.hnsw_ef_construction
+    graph.add(np.ascontiguousarray(vectors))
+    return graph
+
+
+def tune_floor(graph, knob: int) -> None:
+    """Set ``graph``'s efSearch from ``knob`` scaled with its rows, as brainmem scales its own."""
+    from brainmem_ros.core.store.graph import IndexSettings
+
+    graph.hnsw.efSearch = IndexSettings(hnsw_ef_search=int(knob)).ef_for(graph.ntotal)
 
 
 FACTORIES: dict[str, Callable[[Path], object]] = {
