@@ -49,16 +49,17 @@ class ConsolidationNode(Node):
         self.pending: deque = deque(maxlen=depth)
         self.create_subscription(GoalMsg, names.GOAL_EVENT, self.on_goal_event, qos,
                                  callback_group=group)
-        self.create_timer(PENDING_RETRY_S, self._ask_pending, callback_group=group,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.create_timer(consolidate_s,
-                          lambda: self._call(self.consolidate, Consolidate.Request(reason="timer")),
-                          callback_group=group)
-        self.create_timer(forget_s, lambda: self._call(self.forget, Forget.Request(decay=True)),
-                          callback_group=group)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(PENDING_RETRY_S, self._ask_pending, callback_group=group, clock=steady)
+        self.periods = {"consolidation": consolidate_s, "forgetting": forget_s}
+        self.schedule_timers: list = []
+        self.group = group
         guard_parameters(self)
         self.calls = {"timer": 0, "goal": 0}
         self.clock = node_clock(self)
+        self.starter = self.create_timer(PENDING_RETRY_S, self._start_schedule,
+                                         callback_group=group, clock=steady)
+        self._start_schedule()
         self.schedule = ScheduleHealth()
         self.diagnostics = DiagnosticsPublisher(
             self, lambda: [self.schedule.check(self._now())], config.health.period_s, group)
@@ -80,6 +81,28 @@ class ConsolidationNode(Node):
         """
         while self.pending and self.consolidate.service_is_ready():
             self._call(self.consolidate, self.pending.popleft())
+
+    def _start_schedule(self) -> None:
+        """Start the consolidation and forgetting timers once the node's time has started.
+
+        On simulated time a timer made before the first ``/clock`` counts from zero, so that first
+        message (a simulator's or a recorded run's time, far past zero) would fire both at once: a
+        consolidation and a forgetting pass nobody scheduled, taking traces out of working memory
+        while a run is still arriving. Made at the first time the node has, each first fires one
+        period later.
+        """
+        if self.schedule_timers or self._now() is None:
+            return
+        self.schedule_timers = [
+            self.create_timer(self.periods["consolidation"],
+                              lambda: self._call(self.consolidate,
+                                                 Consolidate.Request(reason="timer")),
+                              callback_group=self.group),
+            self.create_timer(self.periods["forgetting"],
+                              lambda: self._call(self.forget, Forget.Request(decay=True)),
+                              callback_group=self.group),
+        ]
+        self.starter.cancel()
 
     def _now(self):
         try:

@@ -6,6 +6,7 @@ tools see them.
 """
 import math
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,43 @@ def test_on_sim_time_memories_carry_clock_time_and_decay_only_when_clock_moves(t
     finally:
         client.close()
         _stop(child)
+
+
+def test_on_sim_time_the_schedule_starts_with_the_clock_not_at_its_first_message():
+    """A recorded run's first /clock is decades past zero: no pass may fire on it."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from brainmem_ros.nodes.consolidation_node import ConsolidationNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    client = Client()
+    try:
+        node = ConsolidationNode(context=context, parameter_overrides=[
+            Parameter("use_sim_time", value=True),
+            Parameter("consolidation.period_s", value=60.0),
+            Parameter("forgetting.period_s", value=60.0)
+        ])
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+
+        def spin_with_clock(seconds: float, until, timeout: float):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and not until():
+                _tick(client, seconds)
+                executor.spin_once(timeout_sec=0.05)
+
+        assert not node.schedule_timers  # no time yet, so no schedule
+        spin_with_clock(1_750_000_000.0, lambda: False, timeout=2.0)
+        assert len(node.schedule_timers) == 2 and not node.schedule.last, node.schedule.last
+        spin_with_clock(1_750_000_061.0, lambda: len(node.schedule.last) == 2, timeout=10.0)
+        assert set(node.schedule.last) == {"consolidation", "forgetting"}  # a period later
+        node.destroy_node()
+    finally:
+        client.close()
+        rclpy.shutdown(context=context)
 
 
 def test_a_bag_replayed_on_its_own_clock_keeps_every_memory_through_forgetting(tmp_path):
