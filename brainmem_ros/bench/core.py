@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from brainmem_ros.bench.footprint import disk_bytes, status_bytes
 from brainmem_ros.bench.peers import tie_aware_hits
 from brainmem_ros.bench.restart import measure_restart
 from brainmem_ros.core.store.snapshot import SNAPSHOT_DIR
@@ -38,22 +39,6 @@ __all__ = ["run_bench", "format_table", "DEFAULT_SIZES"]
 
 DEFAULT_SIZES = (1000, 10000, 100000)
 CACHE = Path(os.environ.get("BRAINMEM_CACHE", Path.home() / ".cache" / "brainmem_ros")) / "bench"
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _disk_bytes(db: Path) -> int:
-    total = 0
-    for path in db.parent.rglob("*"):
-        if path.is_file():
-            total += path.stat().st_size
-    return total
 
 
 # The first retrieval of each timed loop, kept out of its percentiles: not among make_questions'
@@ -79,7 +64,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
     gc.collect()
     gc.freeze()
     try:
-        rss_before = _rss_bytes()
+        rss_before = status_bytes()
         memory = BrainMemory(config.replace(**{"store.path": str(folder / "memory.db")}),
                              embedder=embedder, clock=_corpus_clock)
         batch = 1000
@@ -97,7 +82,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
         t0 = time.perf_counter()
         memory.store.wait_indexed()  # sustained throughput: until the graphs hold every row
         ingest_s += time.perf_counter() - t0
-        rss_after = _rss_bytes()
+        rss_after = status_bytes()
         # As a node does once started (nodes/runtime.py): what exists now lives on, so the collector
         # is kept from walking it; the corpus built above would otherwise be billed to retrieval.
         del entries
@@ -177,7 +162,7 @@ def bench_size(n: int, embedder: Embedder, queries: list[str], query_vectors: np
 
         forgetting = memory.forget(decay=True)
         memory.close()
-        disk = _disk_bytes(folder / "memory.db")
+        disk = disk_bytes(folder)
         # Restart: open the store again as a node would after a crash or a reboot, in a process of
         # its own: with the saved vector index, on one core too, then with it deleted.
         stored = config.replace(**{"store.path": str(folder / "memory.db")})

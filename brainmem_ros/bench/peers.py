@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from brainmem_ros.bench.footprint import disk_bytes, status_bytes
 from brainmem_ros.bench.systems import (FACTORIES, FILTER_AGENT, FILTER_ZONE, K, PeerUnavailable,
                                         floor_graph, tune_floor)
 from brainmem_ros.core.latency import percentile
@@ -77,18 +78,6 @@ def tie_aware_hits(found_sims: np.ndarray, kth_exact: float, k: int = K) -> int:
     return min(k, int(np.count_nonzero(np.asarray(found_sims) >= kth_exact - 1e-5)))
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _disk_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 # -- one system at one size, in its own process --------------------------------------------------
 
 
@@ -103,7 +92,7 @@ def bench_system(name: str, n: int, vectors_path: str, queries_path: str,
     texts = [c.text for c in corpus]
     folder = Path(tempfile.mkdtemp(prefix=f"brainmem-peers-{name}-{n}-"))
     try:
-        rss_before = _rss_bytes()
+        rss_before = status_bytes()
         system = FACTORIES[name](folder)
         batch = 1000
         every = max(batch, n // 10)
@@ -143,11 +132,11 @@ def bench_system(name: str, n: int, vectors_path: str, queries_path: str,
                           "p50_ms": point["query_filtered_p50_ms"],
                           "p99_ms": point["query_filtered_p99_ms"]})
         figures["curve"] = curve
-        figures["resident_bytes_per_entry"] = max(0, _rss_bytes() - rss_before) / n
+        figures["resident_bytes_per_entry"] = max(0, status_bytes() - rss_before) / n
         if hasattr(system, "current_rows"):  # after the resident memory: its FAISS graph not ours
             figures["current_facts"] = _current_facts(system, data)
         system.close()
-        figures["bytes_per_entry"] = _disk_bytes(folder) / n
+        figures["bytes_per_entry"] = disk_bytes(folder) / n
         return figures
     finally:
         shutil.rmtree(folder, ignore_errors=True)

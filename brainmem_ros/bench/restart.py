@@ -19,15 +19,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from brainmem_ros.bench.footprint import status_bytes
+
 __all__ = ["measure_restart"]
-
-
-def _status_bytes(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def measure_restart(config_flat: dict, queries: Sequence[str], query_vectors: np.ndarray,
@@ -75,8 +69,8 @@ def _main(argv: Sequence[str]) -> int:
         t = time.perf_counter()
         memory.retrieve(request, query_vectors=query_vectors[i:i + 1])
         latencies.append((time.perf_counter() - t) * 1000)
-    figures = {"restart_s": restart_s, "store_rss_bytes": _status_bytes("VmRSS"),
-               "store_peak_rss_bytes": _status_bytes("VmHWM"),
+    figures = {"restart_s": restart_s, "store_rss_bytes": status_bytes("VmRSS"),
+               "store_peak_rss_bytes": status_bytes("VmHWM"),
                "rebuilt_partitions": len(memory.store.rebuilt_partitions),
                "opened_from": memory.store.opened_from,
                "retrieve_no_embed_p99_ms": percentile(latencies, 99)}
