@@ -120,3 +120,23 @@ def fleet_server():
         except StoreUnavailable:
             pass  # a test stopped it already
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def scratch(monkeypatch):
+    """Point this process's and its children's temporary folders at an empty folder of their own.
+
+    A run that cleans up after itself leaves none of its ``brainmem-*`` folders there; one that
+    leaves stores or a database server's files behind fills a robot's or a CI machine's disk run by
+    run (onnxruntime's one ``.ses`` file is not ours). Under /tmp and readable by others, not under
+    pytest's folders: as root a fleet's server runs as ``postgres``.
+    """
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="brainmem-scratch-"))
+    folder.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

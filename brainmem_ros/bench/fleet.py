@@ -13,6 +13,7 @@ the sync lag while one robot keeps learning and every robot runs its rounds ever
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -134,6 +135,8 @@ def bench_fleet(robots: int, total: int, embedder, config, n_queries: int = 200,
             fleet_db.stop(server)
         except Exception:  # noqa: BLE001 - the figures are taken; the folders go anyway
             pass
+        shutil.rmtree(server, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return {
         "robots": robots, "memories": total, "machine": {"cpus": os.cpu_count()},
         "store_per_s": total / store_s,

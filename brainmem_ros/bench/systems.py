@@ -255,7 +255,8 @@ class MilvusSystem:
     def __init__(self, folder: Path):
         _need("milvus_lite", "milvus-lite")
         pymilvus = _need("pymilvus", "pymilvus")
-        self.client = pymilvus.MilvusClient(str(folder / "milvus.db"))
+        self.path = folder / "milvus.db"
+        self.client = pymilvus.MilvusClient(str(self.path))
         schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", pymilvus.DataType.INT64, is_primary=True)
         schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=384)
@@ -287,7 +288,16 @@ class MilvusSystem:
         return [int(hit["id"]) for hit in found[0]]
 
     def close(self) -> None:
+        """Close the client and stop Milvus Lite's server for the file.
+
+        Milvus Lite serves the file from a thread of this process and writes much of its data out
+        only when that server stops, by default at the interpreter's exit: after the bench has
+        measured the folder and removed it.
+        """
+        from milvus_lite.server_manager import server_manager_instance
+
         self.client.close()
+        server_manager_instance.release_server(str(self.path))
 
 
 class SqliteVecSystem:

@@ -15,6 +15,7 @@ retrieval there.
 from __future__ import annotations
 
 import platform
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -100,6 +101,7 @@ def evaluate_fleet(settings: EvalSettings, robots: int, progress: bool = True,
             fleet_db.stop(server)
         except Exception:  # noqa: BLE001 - the report is what matters; the folder goes anyway
             pass
+        shutil.rmtree(server, ignore_errors=True)
     report["wall_s"] = round(time.time() - started, 1)
     return report
 

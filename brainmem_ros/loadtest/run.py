@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -217,6 +218,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                 memory.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(memory.pid, signal.SIGKILL)
+        shutil.rmtree(folder, ignore_errors=True)  # kept only when the nodes did not start (log)
     report["teardown_hung"] = teardown_hung
     return report
 

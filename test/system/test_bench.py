@@ -61,10 +61,11 @@ PEER_MODULES = {"chromadb": "chromadb", "qdrant": "qdrant_client", "lancedb": "l
                 "milvus": "milvus_lite", "sqlite-vec": "sqlite_vec", "faiss": "faiss"}
 
 
-def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path):
+def test_peers_run_on_the_same_vectors_and_report_every_key(minilm, tmp_path, scratch):
     _peers_installed(*PEER_MODULES.values())
     report = run_bench([2000], n_queries=20, embedder=minilm, progress=False,
                        cache_dir=tmp_path / "cache", peers=("brainmem-int8", *PEER_MODULES))
+    assert not list(scratch.glob("brainmem-*"))  # every store's folder removed, none written after
     systems = report["systems"]
     assert set(systems) == {"brainmem", "brainmem-int8", *PEER_MODULES}
     for name, per_size in systems.items():

@@ -286,7 +286,7 @@ def test_nothing_is_shared_without_a_fleet_and_the_policy_is_checked(tmp_path, h
     assert not only_facts(Entry("a", Zone.PROCEDURAL, "x", np.zeros(3)))
 
 
-def test_the_fleet_experiment_shows_a_warning_shared_saves_the_next_robot(minilm):
+def test_the_fleet_experiment_shows_a_warning_shared_saves_the_next_robot(minilm, scratch):
     from brainmem_ros.evaluation.fleet import evaluate_fleet, fleet_table
     from brainmem_ros.evaluation.runner import EvalSettings
 
@@ -297,9 +297,10 @@ def test_the_fleet_experiment_shows_a_warning_shared_saves_the_next_robot(minilm
     assert fleet["fleet_repeat_failure_rate"] < isolated["fleet_repeat_failure_rate"]
     assert fleet["sync_lag_stored_p50_s"] > 0 and isolated["sync_lag_stored_p50_s"] is None
     assert "fleet repeat-fail" in fleet_table(report)
+    assert not list(scratch.glob("brainmem-*"))  # the server's files and the stores are gone
 
 
-def test_the_fleet_bench_reports_every_figure(minilm):
+def test_the_fleet_bench_reports_every_figure(minilm, scratch):
     from brainmem_ros.bench import fleet as bench
 
     report = bench.bench_fleet(2, 1000, minilm, MemoryConfig(), n_queries=20, progress=False)
@@ -308,3 +309,4 @@ def test_the_fleet_bench_reports_every_figure(minilm):
     assert report["push_per_s"] > 0 and report["pull_applied_per_s"] > 0
     assert report["retrieve_with_fleet_ms"]["p99"] > 0 and report["sync_lag_p99_s"] > 0
     assert "server disk per memory" in bench.format_fleet(report)
+    assert not list(scratch.glob("brainmem-*"))

@@ -19,7 +19,7 @@ def _loadtest(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess
                           capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
-def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
+def test_a_short_load_is_answered_without_errors_and_reported(tmp_path, scratch):
     report_path = tmp_path / "load.json"
     done = _loadtest("--clients", "2", "--seconds", "5", "--rate", "10", "--client-rate", "5",
                      "--novel-queries", "--json", str(report_path))
@@ -33,6 +33,7 @@ def test_a_short_load_is_answered_without_errors_and_reported(tmp_path):
     assert report["observations_published"] >= 40
     assert report["ingest_lag_samples"] >= 1 and report["ingest_lag_p50_ms"] > 0
     assert "/retrieve_memory p50" in done.stdout
+    assert not list(scratch.glob("brainmem-*"))  # the store and the nodes' log went with the run
 
 
 @pytest.mark.parametrize("bad", [["--clients", "0"], ["--client-rate", "-1"], ["--seconds", "0"]])
