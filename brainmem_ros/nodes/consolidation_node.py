@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from brainmem_ros.core.errors import TimeUnavailable
-from brainmem_ros.core.health import ScheduleHealth
+from brainmem_ros.core.health import Level, ScheduleHealth
 from brainmem_ros.nodes import names
 from brainmem_ros.nodes.diagnostics import DiagnosticsPublisher
 from brainmem_ros.msg import Goal as GoalMsg
@@ -61,8 +61,7 @@ class ConsolidationNode(Node):
                                          callback_group=group, clock=steady)
         self._start_schedule()
         self.schedule = ScheduleHealth()
-        self.diagnostics = DiagnosticsPublisher(
-            self, lambda: [self.schedule.check(self._now())], config.health.period_s, group)
+        self.diagnostics = DiagnosticsPublisher(self, self._checks, config.health.period_s, group)
         self.get_logger().info(f"consolidating every {consolidate_s:g} s and on finished goals, "
                                f"forgetting every {forget_s:g} s")
 
@@ -103,6 +102,13 @@ class ConsolidationNode(Node):
                               callback_group=self.group),
         ]
         self.starter.cancel()
+
+    def _checks(self):
+        check = self.schedule.check(self._now())
+        if not self.schedule_timers:
+            check.flag(Level.WARN, "use_sim_time is true and no /clock has arrived: consolidation "
+                       "and forgetting wait for it")
+        return [check]
 
     def _now(self):
         try:

@@ -153,9 +153,14 @@ def test_on_sim_time_the_schedule_starts_with_the_clock_not_at_its_first_message
                 _tick(client, seconds)
                 executor.spin_once(timeout_sec=0.05)
 
-        assert not node.schedule_timers  # no time yet, so no schedule
+        from brainmem_ros.core.health import Level
+
+        assert not node.schedule_timers  # no time yet, so no schedule, and its health says why
+        [waiting] = node._checks()
+        assert waiting.level == Level.WARN and "/clock" in waiting.message
         spin_with_clock(1_750_000_000.0, lambda: False, timeout=2.0)
         assert len(node.schedule_timers) == 2 and not node.schedule.last, node.schedule.last
+        assert node._checks()[0].level == Level.OK
         spin_with_clock(1_750_000_061.0, lambda: len(node.schedule.last) == 2, timeout=10.0)
         assert set(node.schedule.last) == {"consolidation", "forgetting"}  # a period later
         node.destroy_node()
