@@ -93,6 +93,7 @@ class StoreHealth:
         self._disk(check, store)
         self._index(check, store)
         self._count(check, memory)
+        self._clock_behind(check, memory, now)
         recent = memory.retrieval_latency.recent()
         check.values["retrievals in the last minute"] = str(len(recent))
         if recent:
@@ -136,6 +137,23 @@ class StoreHealth:
             check.flag(Level.ERROR, f"the vector index holds {index['indexed']} of "
                        f"{index['rows']} memories: restart the node to rebuild it")
         self._index_mismatch = mismatch
+
+    @staticmethod
+    def _clock_behind(check: Check, memory, now: Optional[float]) -> None:
+        """Warn while the store holds memories stamped well after the clock's time.
+
+        A simulator restarted on the same store, or a recorded run replayed into it again, starts
+        the clock over: what is seen now is older than what was seen before, so it supersedes none
+        of those facts (a late fact is history, ``store/supersession.py``) until the clock passes
+        them. Beyond ``encoding.max_future_s``, the lead a new stamp may have over the clock.
+        """
+        newest = memory.store.newest_stamp()
+        if now is None or newest is None or newest - now <= memory.config.encoding.max_future_s:
+            return
+        check.flag(Level.WARN, f"the store holds memories stamped {ago(newest - now)} after the "
+                   "clock's time (a restarted simulation or a replayed run?): what is seen now "
+                   "supersedes none of their facts until the clock passes them; give a new run "
+                   "its own store")
 
     def _count(self, check: Check, memory) -> None:
         tick = self._monotonic()

@@ -47,6 +47,29 @@ def test_a_serving_store_is_ok_and_says_what_it_holds(memory):
     assert "2 of 2 memories" in check.values["vector index"]
 
 
+def test_a_clock_started_over_on_a_store_with_later_memories_warns_until_it_passes_them(
+        tmp_path, hashing):
+    from brainmem_ros.core.memory import BrainMemory
+
+    clock = Ticks()
+    clock.now = 5000.0  # the first run of a simulation
+    config = MemoryConfig().replace(**{"store.path": str(tmp_path / "m.db")})
+    with BrainMemory(config, embedder=hashing, clock=clock) as memory:
+        memory.observe("robot", "the butter is in the fridge")
+        memory.consolidate("robot")
+    clock.now = 10.0  # the simulation started again on the same store
+    with BrainMemory(config, embedder=hashing, clock=clock) as memory:
+        health = StoreHealth(config.health)
+        check = health.check(memory, "active", "", now=clock.now)
+        assert check.level == Level.WARN and "after the clock's time" in check.message
+        memory.observe("robot", "the butter is on the counter")
+        memory.consolidate("robot")
+        assert memory.store.current_facts("robot", ["butter"])[("butter", "location")][0] == \
+            "fridge"  # why it warns: the later observation is history on arrival
+        ok = health.check(memory, "active", "", now=5000.0 + config.encoding.max_future_s)
+        assert "clock" not in ok.message and ok.level == Level.OK, ok.message
+
+
 def test_not_active_warns_and_a_failed_transition_is_an_error_with_its_reason(memory):
     health = StoreHealth(MemoryConfig().health)
     inactive = health.check(memory, "inactive", "", now=None)

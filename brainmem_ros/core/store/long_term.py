@@ -10,6 +10,7 @@ rarity for lexical recall) and ``blobs`` (how vectors are stored).
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
@@ -287,6 +288,14 @@ class LongTermStore:
     def write_error(self) -> Optional[str]:
         """Why the last write failed, until a write succeeds; None when writes work."""
         return self._db.write_error
+
+    def newest_stamp(self) -> Optional[float]:
+        """Return the latest creation time of the memories held at open or added since.
+
+        Kept as they are added: health compares it with the clock on every tick.
+        """
+        newest = self._vectors.scoring.newest
+        return newest if math.isfinite(newest) else None
 
     def archive_count(self) -> int:
         return self._archive.count()

@@ -29,6 +29,7 @@ class RerankInputs:
         self._row: dict[int, int] = {}
         self._values = np.zeros((0, 4), dtype=np.float64)
         self._used = 0
+        self.newest = -np.inf  # the latest creation time ever added (health's clock check)
 
     def __contains__(self, rowid: int) -> bool:
         return rowid in self._row
@@ -39,6 +40,8 @@ class RerankInputs:
     def add(self, rowids: Sequence[int], values: np.ndarray) -> None:
         """``values[i]``: the four inputs of ``rowids[i]``."""
         n = len(rowids)
+        if n:
+            self.newest = max(self.newest, float(np.max(values[:, CREATED])))
         if self._used + n > len(self._values):
             grown = np.zeros((max(self._used + n, 2 * len(self._values), 1024), 4),
                              dtype=np.float64)
