@@ -26,7 +26,12 @@ from brainmem_ros.bringup.node_table import NodeSpec, check_namespace, default_c
 from brainmem_ros.nodes import names
 from brainmem_ros.nodes.signals import hold
 
-__all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments"]
+__all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments", "STOP_S"]
+
+NODE_STOP_S = 30.0  # each wave of node processes (the producers, then the store) gets this to close
+# The longest a bringup takes to stop: both waves and its own exit. Whoever stops one waits this
+# long before killing it: a bringup killed sooner leaves its store closing (and writing) on its own.
+STOP_S = 2 * NODE_STOP_S + 15.0
 
 
 def _namespace_or_none(namespace: str) -> Optional[str]:
@@ -140,7 +145,7 @@ def bringup_processes(config: Optional[Path] = None, store: Optional[str] = None
                       ready_file: Optional[Path] = None, extra_ros_args: Sequence[str] = (),
                       demo: bool = False, namespace: str = "", use_sim_time: bool = False,
                       captions: bool = False, fleet: str = "", start_timeout_s: float = 120.0,
-                      stop_timeout_s: float = 30.0) -> int:
+                      stop_timeout_s: float = NODE_STOP_S) -> int:
     """Run each node of the stack in its own process (``python -m brainmem_ros.nodes NAME``).
 
     Ready once the store serves and the encoder listens. A stop asked for while the nodes start

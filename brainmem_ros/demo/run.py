@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from brainmem_ros.bringup.run import STOP_S
 from brainmem_ros.nodes import names
 
 __all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
@@ -25,7 +26,7 @@ __all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
 DEMO_SEEDS = "0-9"
 
 
-def stop_stack(child: subprocess.Popen, timeout_s: float = 30.0) -> None:
+def stop_stack(child: subprocess.Popen, timeout_s: float = STOP_S) -> None:
     """Ask a bringup started in its own process group to stop; kill it if it does not in time."""
     if child.poll() is None:
         os.killpg(child.pid, signal.SIGINT)

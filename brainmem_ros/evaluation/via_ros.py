@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from brainmem_ros.bringup.run import STOP_S
 from brainmem_ros.evaluation.episode import EpisodeRecord
 from brainmem_ros.evaluation.metrics import summarise
 from brainmem_ros.evaluation.runner import EvalSettings
@@ -91,7 +92,7 @@ class NodeProcesses:
                 os.killpg(child.pid, signal.SIGINT)
         for child in reversed(self.children):
             try:
-                child.wait(timeout=20)
+                child.wait(timeout=STOP_S)
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
@@ -118,7 +119,9 @@ def evaluate_via_ros(settings: EvalSettings, progress: bool = True, timeout_s: f
         "conditions": {}
     }
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="brainmem-eval-ros-") as name:
+    # A node killed on a stuck stop may still be writing its store: that must not fail the run.
+    with tempfile.TemporaryDirectory(prefix="brainmem-eval-ros-",
+                                     ignore_cleanup_errors=True) as name:
         folder = Path(name)
         with NodeProcesses(settings, folder, consolidation_timer=consolidation_timer):
             for condition in settings.conditions:

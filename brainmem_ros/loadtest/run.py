@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from brainmem_ros.bringup.run import STOP_S
 from brainmem_ros.nodes import names
 from brainmem_ros.core.latency import percentile
 from brainmem_ros.loadtest.client import CLIENT_QUEUE_DEPTH, READY_TIMEOUT_S, RESEND_S, SEED_TEXTS
@@ -215,7 +216,7 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
         if memory is not None and memory.poll() is None:
             os.killpg(memory.pid, signal.SIGINT)
             try:
-                memory.wait(timeout=30)
+                memory.wait(timeout=STOP_S)
             except subprocess.TimeoutExpired:
                 os.killpg(memory.pid, signal.SIGKILL)
         shutil.rmtree(folder, ignore_errors=True)  # kept only when the nodes did not start (log)

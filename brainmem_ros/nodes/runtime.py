@@ -9,6 +9,7 @@ store and get the acknowledgement; nodes with a ``close()`` are closed in the or
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 import time
@@ -24,8 +25,10 @@ from brainmem_ros.nodes.signals import hold
 
 __all__ = [
     "run", "spin_until_signal", "call_and_wait", "call_spinning", "wait_for_subscriber", "release",
-    "BoundedCallbackGroup", "executor_for", "node_clock"
+    "BoundedCallbackGroup", "executor_for", "node_clock", "destroy_or_exit"
 ]
+
+TEARDOWN_S = 10.0  # the DDS teardown after the nodes closed; past it the process ends anyway
 
 
 class BoundedCallbackGroup(CallbackGroup):
@@ -168,8 +171,35 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
         spinner.join(timeout=5.0)
         # The nodes are among the frozen objects: ``release`` must be able to collect them.
         gc.unfreeze()
-        for node in nodes:
-            node.destroy_node()
+        destroy_or_exit(nodes)
+
+
+def destroy_or_exit(nodes: Sequence, timeout_s: float = TEARDOWN_S,
+                    exit_process: Callable[[int], None] = os._exit) -> None:
+    """Destroy the nodes' DDS entities; end the process (exit 0) if that takes over ``timeout_s``.
+
+    Fast DDS can deadlock deleting an endpoint while one of its receive threads waits on the
+    participant (seen once in a consolidation_node's ``rcl_client_fini`` after a clean stop: the
+    process never ended, and nothing but SIGKILL reaches a thread stuck in native code). Called
+    after the nodes closed (the store flushed, its RAM snapshot saved), so ending the process
+    loses nothing.
+    """
+    done = threading.Event()
+
+    def destroy() -> None:
+        try:
+            for node in nodes:
+                node.destroy_node()
+        finally:
+            done.set()
+
+    threading.Thread(target=destroy, name="dds-teardown", daemon=True).start()
+    if not done.wait(timeout_s):
+        print(f"[WARN] the DDS teardown did not finish within {timeout_s:.0f} s (a Fast DDS "
+              "deadlock deleting an endpoint); ending the process: the nodes had closed",
+              file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        exit_process(0)
 
 
 def run(node_factories: Sequence[Callable], args=None) -> int:

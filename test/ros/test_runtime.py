@@ -103,3 +103,29 @@ def test_a_lost_answer_is_recovered_by_sending_again_and_only_where_asked():
     spun = _LosesFirstAnswer()
     assert call_spinning(Executor(), spun, "q", 5.0, resend_s=0.1) == "answer to q"
     assert spun.sent == 2
+
+
+def test_a_teardown_stuck_in_dds_ends_the_process_instead_of_hanging_it(capfd):
+    import threading
+
+    from brainmem_ros.nodes.runtime import destroy_or_exit
+
+    class Node:
+        def __init__(self, stuck):
+            self.stuck, self.destroyed = stuck, False
+
+        def destroy_node(self):
+            if self.stuck is not None:
+                self.stuck.wait()  # as rcl_client_fini inside a Fast DDS deadlock
+            self.destroyed = True
+
+    exits = []
+    healthy = [Node(None), Node(None)]
+    destroy_or_exit(healthy, timeout_s=5.0, exit_process=exits.append)
+    assert all(n.destroyed for n in healthy) and exits == []
+    stuck = threading.Event()
+    try:
+        destroy_or_exit([Node(stuck)], timeout_s=0.2, exit_process=exits.append)
+        assert exits == [0] and "DDS teardown did not finish" in capfd.readouterr().err
+    finally:
+        stuck.set()
