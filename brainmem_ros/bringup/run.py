@@ -26,12 +26,30 @@ from brainmem_ros.bringup.node_table import NodeSpec, check_namespace, default_c
 from brainmem_ros.nodes import names
 from brainmem_ros.nodes.signals import hold
 
-__all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments", "STOP_S"]
+__all__ = ["bringup", "bringup_processes", "ros_arguments", "node_arguments", "STOP_S",
+           "stop_process_groups"]
 
 NODE_STOP_S = 30.0  # each wave of node processes (the producers, then the store) gets this to close
 # The longest a bringup takes to stop: both waves and its own exit. Whoever stops one waits this
 # long before killing it: a bringup killed sooner leaves its store closing (and writing) on its own.
 STOP_S = 2 * NODE_STOP_S + 15.0
+
+
+def stop_process_groups(children: Sequence[subprocess.Popen], timeout_s: float = STOP_S) -> None:
+    """Stop processes started in process groups of their own (a bringup, a node): SIGINT, then wait.
+
+    Every group is asked first, so they close side by side; one not ended within ``timeout_s`` is
+    killed.
+    """
+    for child in children:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGINT)
+    for child in children:
+        try:
+            child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 def _namespace_or_none(namespace: str) -> Optional[str]:

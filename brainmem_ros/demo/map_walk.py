@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from brainmem_ros.demo.run import stop_stack
+from brainmem_ros.bringup.run import stop_process_groups
 
 __all__ = ["run_map_demo", "WALK"]
 
@@ -101,4 +101,4 @@ def run_map_demo(png: Path, timeout_s: float = 120.0) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-        stop_stack(child)
+        stop_process_groups([child])

@@ -11,29 +11,17 @@ replays ``bags/kitchen_run`` into it over DDS, lets consolidation run, then asks
 """
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from brainmem_ros.bringup.run import STOP_S
+from brainmem_ros.bringup.run import stop_process_groups
 from brainmem_ros.nodes import names
 
 __all__ = ["run_demo", "run_bag_demo", "QUESTIONS"]
 
 DEMO_SEEDS = "0-9"
-
-
-def stop_stack(child: subprocess.Popen, timeout_s: float = STOP_S) -> None:
-    """Ask a bringup started in its own process group to stop; kill it if it does not in time."""
-    if child.poll() is None:
-        os.killpg(child.pid, signal.SIGINT)
-        try:
-            child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
 
 
 def run_demo(out: Path = Path("results"), seeds: str = DEMO_SEEDS) -> int:
@@ -142,4 +130,4 @@ def run_bag_demo(timeout_s: float = 120.0) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-        stop_stack(child)
+        stop_process_groups([child])

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from brainmem_ros.bringup.run import STOP_S
+from brainmem_ros.bringup.run import stop_process_groups
 from brainmem_ros.evaluation.episode import EpisodeRecord
 from brainmem_ros.evaluation.metrics import summarise
 from brainmem_ros.evaluation.runner import EvalSettings
@@ -87,15 +87,7 @@ class NodeProcesses:
         return child
 
     def __exit__(self, *exc) -> None:
-        for child in reversed(self.children):
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGINT)
-        for child in reversed(self.children):
-            try:
-                child.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+        stop_process_groups(list(reversed(self.children)))
 
 
 def _planner(settings: EvalSettings, condition: str, results: Path) -> list[str]:

@@ -22,12 +22,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Optional
 
-from brainmem_ros.bringup.run import STOP_S
+from brainmem_ros.bringup.run import stop_process_groups
 from brainmem_ros.nodes import names
 from brainmem_ros.core.latency import percentile
 from brainmem_ros.loadtest.client import CLIENT_QUEUE_DEPTH, READY_TIMEOUT_S, RESEND_S, SEED_TEXTS
@@ -213,35 +212,26 @@ def run_loadtest(clients: int = 8, seconds: float = 60.0, rate: float = 50.0,
                 "Fast DDS when a data writer is deleted, eProsima/Fast-DDS#6502); left to the "
                 "process exit", file=sys.stderr, flush=True)
             teardown_hung = True
-        if memory is not None and memory.poll() is None:
-            os.killpg(memory.pid, signal.SIGINT)
-            try:
-                memory.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(memory.pid, signal.SIGKILL)
+        if memory is not None:
+            stop_process_groups([memory])
         shutil.rmtree(folder, ignore_errors=True)  # kept only when the nodes did not start (log)
     report["teardown_hung"] = teardown_hung
     return report
 
 
 def _torn_down(node, rclpy, timeout: float) -> bool:
-    """Destroy the node and shut rclpy down on a daemon thread, giving up after ``timeout``.
+    """Destroy the node and shut rclpy down, giving up after ``timeout`` (False).
 
-    Destroy the node and shut rclpy down on a daemon thread; False if that did not finish in
-    ``timeout`` (seen once, after a back-to-back run: the observation publisher's deletion waited
-    forever inside Fast DDS 3.2.3), so that a finished run still reports instead of hanging.
+    Seen once, after a back-to-back run: the observation publisher's deletion waited forever inside
+    Fast DDS 3.2.3; a finished run still reports instead of hanging.
     """
-    finished = threading.Event()
+    from brainmem_ros.nodes.runtime import finished_within
 
     def teardown() -> None:
-        try:
-            node.destroy_node()
-            rclpy.shutdown()
-        finally:
-            finished.set()
+        node.destroy_node()
+        rclpy.shutdown()
 
-    threading.Thread(target=teardown, name="dds-teardown", daemon=True).start()
-    return finished.wait(timeout)
+    return finished_within(teardown, timeout)
 
 
 def describe(report: dict) -> str:

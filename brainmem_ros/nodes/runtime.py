@@ -25,7 +25,7 @@ from brainmem_ros.nodes.signals import hold
 
 __all__ = [
     "run", "spin_until_signal", "call_and_wait", "call_spinning", "wait_for_subscriber", "release",
-    "BoundedCallbackGroup", "executor_for", "node_clock", "destroy_or_exit"
+    "BoundedCallbackGroup", "executor_for", "node_clock", "destroy_or_exit", "finished_within"
 ]
 
 TEARDOWN_S = 10.0  # the DDS teardown after the nodes closed; past it the process ends anyway
@@ -174,6 +174,24 @@ def spin_until_signal(nodes: Sequence, close_order: Optional[Sequence] = None,
         destroy_or_exit(nodes)
 
 
+def finished_within(teardown: Callable[[], None], timeout_s: float) -> bool:
+    """Run ``teardown`` on a daemon thread; False if it has not finished after ``timeout_s``.
+
+    For DDS teardowns, which can wait forever inside Fast DDS: the caller goes on (or ends the
+    process) instead of hanging with it.
+    """
+    finished = threading.Event()
+
+    def run_it() -> None:
+        try:
+            teardown()
+        finally:
+            finished.set()
+
+    threading.Thread(target=run_it, name="dds-teardown", daemon=True).start()
+    return finished.wait(timeout_s)
+
+
 def destroy_or_exit(nodes: Sequence, timeout_s: float = TEARDOWN_S,
                     exit_process: Callable[[int], None] = os._exit) -> None:
     """Destroy the nodes' DDS entities; end the process (exit 0) if that takes over ``timeout_s``.
@@ -184,17 +202,11 @@ def destroy_or_exit(nodes: Sequence, timeout_s: float = TEARDOWN_S,
     after the nodes closed (the store flushed, its RAM snapshot saved), so ending the process
     loses nothing.
     """
-    done = threading.Event()
-
     def destroy() -> None:
-        try:
-            for node in nodes:
-                node.destroy_node()
-        finally:
-            done.set()
+        for node in nodes:
+            node.destroy_node()
 
-    threading.Thread(target=destroy, name="dds-teardown", daemon=True).start()
-    if not done.wait(timeout_s):
+    if not finished_within(destroy, timeout_s):
         print(f"[WARN] the DDS teardown did not finish within {timeout_s:.0f} s (a Fast DDS "
               "deadlock deleting an endpoint); ending the process: the nodes had closed",
               file=sys.stderr, flush=True)
