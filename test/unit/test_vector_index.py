@@ -4,6 +4,7 @@ A partition's two graphs: superseded rows leave the current graph once they crow
 queries still reach them, and the graphs answer as exact search does through every change and a save
 and reload. Random unit vectors: nothing here depends on meaning, only on which row is nearest.
 """
+import faiss
 import numpy as np
 import pytest
 
@@ -289,7 +290,7 @@ def test_a_current_graph_that_outgrows_its_degree_is_rebuilt_with_the_larger_one
     assert IndexSettings(large_rows=0).m_for(10**7) == IndexSettings().hnsw_m
 
 
-def test_the_history_graph_is_built_with_its_own_lighter_settings():
+def test_the_history_graph_is_built_with_its_own_settings():
     settings = IndexSettings(dim=DIM, exact_below=100, hnsw_m=24, hnsw_ef_construction=64,
                              history_m=8, history_ef_construction=20)
     part = Partition(settings)
@@ -300,3 +301,21 @@ def test_the_history_graph_is_built_with_its_own_lighter_settings():
     assert part.hnsw.hnsw.nb_neighbors(1) == 24 and part._history.index.hnsw.nb_neighbors(1) == 8
     part.build_hnsw()  # a full build at start as well
     assert part._history.index.hnsw.efConstruction == 20
+
+
+def test_a_history_query_walks_its_two_graphs_on_one_candidate_list():
+    """Each graph gets its share of efSearch: walking both costs about one walk, not two."""
+    part = Partition(IndexSettings(dim=DIM, exact_below=100, hnsw_ef_search=256))
+    rowids = np.arange(1, 4001)
+    part.add(rowids, unit_vectors(4000, 11), np.zeros(4000), hidden=rowids <= 1000)
+    settle(part)
+    assert (part._current.count, part._history.count) == (3000, 1000)
+    walks = {}
+    for history in (False, True):
+        faiss.cvar.hnsw_stats.reset()
+        for q in unit_vectors(20, 12):
+            got, _ = part.search(q, 10, include_hidden=history)
+            want, _ = part.search(q, 10, include_hidden=history, exact=True)
+            assert len(set(got.tolist()) & set(want.tolist())) >= 9
+        walks[history] = faiss.cvar.hnsw_stats.ndis
+    assert walks[True] < 1.4 * walks[False]  # each graph on a whole list of its own: 1.6 times

@@ -35,8 +35,8 @@ class IndexSettings:
     hnsw_ef_search: int = 128
     regraph_share: float = 0.25
     ef_reference_rows: int = 40000
-    history_m: int = 12
-    history_ef_construction: int = 32
+    history_m: int = 24
+    history_ef_construction: int = 40
     large_rows: int = 100000
     large_m: int = 24
     ram_precision: str = "float32"
@@ -83,8 +83,9 @@ class Graph:
                  history: bool = False, rows: int = 0):
         """Wrap ``index``, or make an empty graph for ``rows`` rows (its degree: ``m_for``)."""
         if index is None:
-            # The history graph is built lighter still: only history queries walk it, and its
-            # rows are the superseded facts, as many as the current ones where facts change often.
+            # The history graph has settings of its own: it only grows (no rebuild gives it a
+            # larger degree later), and its rows are superseded facts, many of them near copies
+            # of one fact seen again and again, over which a light graph lost recall.
             m, ef_construction = ((settings.history_m,
                                    settings.history_ef_construction) if history else
                                   (settings.m_for(rows), settings.hnsw_ef_construction))
@@ -126,19 +127,22 @@ class Graph:
         self.blocked += int(self.current[label]) - int(current)
         self.live[label], self.current[label] = live, current
 
-    def search(self, query: np.ndarray, k: int,
-               allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, query: np.ndarray, k: int, allowed: np.ndarray,
+               share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Search the labels where ``allowed`` is set: the best ``k`` (row positions, similarities).
 
         The walk itself skips the others (a FAISS selector over a bitmap), so they cannot starve the
-        result.
+        result. ``share``: this graph's part of the rows a query walks in several graphs; its
+        candidate list shrinks with it (never below ``2 k``), so that walking two graphs costs about
+        what one graph of them all would, not twice that.
         """
         n_allowed = int(np.count_nonzero(allowed))
         if n_allowed == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         bits = np.packbits(allowed, bitorder="little")
         params = faiss.SearchParametersHNSW()
-        params.efSearch = max(self.settings.ef_for(self.count), k)
+        ef = self.settings.ef_for(self.count)
+        params.efSearch = max(round(ef * share), min(ef, 2 * k), k)
         # FAISS bounds the bitmap by its length in bytes. ``bits`` is held: SWIG does not keep it.
         selector = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
         params.sel = selector

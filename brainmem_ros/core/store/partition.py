@@ -143,10 +143,7 @@ class Partition:
                 self._current.flag(self._label[pos], True, not hidden)
             elif where == _HISTORY:
                 self._history.flag(self._label[pos], True, not hidden)
-                if hidden:
-                    self._reopened.discard(pos)
-                else:
-                    self._reopened.add(pos)
+                (self._reopened.discard if hidden else self._reopened.add)(pos)
 
     def remove(self, rowid: int) -> bool:
         with self._rows_lock:
@@ -461,10 +458,11 @@ class Partition:
             top = top_indices(sims, min(k, n_allowed))
             return self._rowids[top], sims[top]
         with self._graph_lock:
-            graphs = [self._current] + (
-                [self._history] if include_hidden and self._history is not None else [])
+            graphs = [self._current, *([self._history] if include_hidden and self._history else [])]
             found_pos, found_sims = [], []
+            walked = max(1, sum(graph.count for graph in graphs))  # one candidate list for all
             for graph in graphs:
+                share = graph.count / walked
                 if timed:  # rows added since ``allowed`` was taken are left out of this query
                     padded = np.append(allowed, False)
                     pos = graph.pos[:graph.count]
@@ -473,10 +471,10 @@ class Partition:
                     labels_allowed = (graph.live if include_hidden else graph.current)[:graph.count]
                 if self.settings.compact:  # candidates ranked again by the rows' own codes
                     positions, _ = graph.search(query, k * self.settings.rescore_factor,
-                                                labels_allowed)
+                                                labels_allowed, share)
                     sims = self._vectors.dot(positions, query)
                 else:
-                    positions, sims = graph.search(query, k, labels_allowed)
+                    positions, sims = graph.search(query, k, labels_allowed, share)
                 found_pos.append(positions)
                 found_sims.append(sims)
             # Scored exactly: rows in no graph yet, and history rows current again (default queries)
