@@ -60,7 +60,7 @@ class StoreSection:
         40000, "graphs larger than this search with hnsw_ef_search scaled by "
         "(rows / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
     hnsw_history_m: int = p(
-        24, "HNSW graph degree of the history graph (superseded facts, walked only by "
+        16, "HNSW graph degree of the history graph (superseded facts, walked only by "
         "history queries)", 4, 128)
     hnsw_history_ef_construction: int = p(40, "HNSW build-time candidate list of the history graph",
                                           8, 1024)

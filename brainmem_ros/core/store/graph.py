@@ -35,7 +35,7 @@ class IndexSettings:
     hnsw_ef_search: int = 128
     regraph_share: float = 0.25
     ef_reference_rows: int = 40000
-    history_m: int = 24
+    history_m: int = 16
     history_ef_construction: int = 40
     large_rows: int = 100000
     large_m: int = 24
