@@ -318,4 +318,4 @@ def test_a_history_query_walks_its_two_graphs_on_one_candidate_list():
             want, _ = part.search(q, 10, include_hidden=history, exact=True)
             assert len(set(got.tolist()) & set(want.tolist())) >= 9
         walks[history] = faiss.cvar.hnsw_stats.ndis
-    assert walks[True] < 1.4 * walks[False]  # each graph on a whole list of its own: 1.6 times
+    assert walks[True] < 1.4 * walks[False]  # each graph on a whole list of its own: 1.5 times
