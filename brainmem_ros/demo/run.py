@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from brainmem_ros.bringup.run import stop_process_groups
 from brainmem_ros.nodes import names
 
