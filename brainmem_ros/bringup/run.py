@@ -38,18 +38,26 @@ STOP_S = 2 * NODE_STOP_S + 15.0
 def stop_process_groups(children: Sequence[subprocess.Popen], timeout_s: float = STOP_S) -> None:
     """Stop processes started in process groups of their own (a bringup, a node): SIGINT, then wait.
 
-    Every group is asked first, so they close side by side; one not ended within ``timeout_s`` is
-    killed.
+    Every group is asked first, so they close side by side, and all share one deadline: however many
+    hang, the stop takes at most ``timeout_s`` before those still running are killed.
     """
     for child in children:
         if child.poll() is None:
-            os.killpg(child.pid, signal.SIGINT)
+            _signal_group(child, signal.SIGINT)
+    deadline = time.monotonic() + timeout_s
     for child in children:
         try:
-            child.wait(timeout=timeout_s)
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
+            _signal_group(child, signal.SIGKILL)
             child.wait()
+
+
+def _signal_group(child: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(child.pid, signum)
+    except ProcessLookupError:  # the group ended between the check and the signal
+        pass
 
 
 def _namespace_or_none(namespace: str) -> Optional[str]:

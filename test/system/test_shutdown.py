@@ -113,3 +113,27 @@ def test_a_node_signalled_again_and_again_until_it_has_gone_exits_0(tmp_path, no
     assert node.proc.wait(timeout=5) == 0, node.output()
     node.stop()
     assert "KeyboardInterrupt" not in node.output()
+
+
+def _hung_group() -> subprocess.Popen:
+    """Start a process group of its own that ignores SIGINT, as a node stuck in teardown would."""
+    code = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    assert child.stdout.readline().strip() == "ready"  # SIGINT is ignored from here on
+    return child
+
+
+def test_hung_groups_share_one_stop_deadline_then_are_killed():
+    from brainmem_ros.bringup.run import stop_process_groups
+
+    hung = [_hung_group(), _hung_group()]
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    ended.wait(timeout=30)
+    began = time.monotonic()
+    stop_process_groups([*hung, ended], timeout_s=3.0)
+    took = time.monotonic() - began
+    assert [child.returncode for child in hung] == [-signal.SIGKILL, -signal.SIGKILL]
+    # a deadline of its own for each hung group would make this 6 s or more
+    assert 3.0 <= took < 5.0, took
