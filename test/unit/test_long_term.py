@@ -134,7 +134,8 @@ def test_partition_scores_its_tail_exactly_until_the_graph_holds_it():
             rowids, sims = part.search(vectors[i], 5)
             assert rowids[0] == i + 1 and sims[0] == pytest.approx(1.0, abs=1e-5)
             assert list(sims) == sorted(sims, reverse=True)
-    assert part.tail == 0 and part.hnsw.ntotal == 300
+    # a text seen twice has one vector: its rows share a node
+    assert part.tail == 0 and part.hnsw.ntotal == len(np.unique(vectors, axis=0)) < 300
 
 
 def test_index_is_rebuilt_when_missing_stale_or_corrupt(tmp_path):

@@ -2,7 +2,9 @@
 
 A graph is a FAISS HNSW index whose labels stand for row positions of one partition, with per label
 whether it may be returned at all (``live``) and by default (``current``). Searches hand FAISS a
-bitmap of allowed labels, so rows that must not be returned cannot starve the result.
+bitmap of allowed labels, so rows that must not be returned cannot starve the result. A label
+stands for one row and for its twins, the later rows with an identical vector (``twins.py``): its
+flags are those of any of its rows, and a hit is every one of them, for the caller to filter.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import faiss
 import numpy as np
 
 from brainmem_ros.core.store.rows import RowVectors
+from brainmem_ros.core.store.twins import vector_keys
 
 __all__ = ["IndexSettings", "Graph", "Rebuild", "insert_on_one_thread", "limit_blas_threads",
            "top_indices"]
@@ -103,6 +106,11 @@ class Graph:
         self.live = np.zeros(0, dtype=bool)
         self.current = np.zeros(0, dtype=bool)
         self.blocked = 0
+        self.twins: dict[int, list[int]] = {}  # label -> the other rows it stands for
+        self.twin_labels = np.zeros(0, dtype=np.int64)
+        self.twin_pos = np.zeros(0, dtype=np.int64)
+        self.twin_count = 0
+        self._keys: Optional[dict[int, int]] = None  # vector key -> label, made on first match
 
     def prepare(self, sample: Callable[[], np.ndarray]) -> None:
         """Before the first insertion, learn a quantised graph's value ranges from ``sample()``."""
@@ -127,12 +135,94 @@ class Graph:
         self.blocked += int(self.current[label]) - int(current)
         self.live[label], self.current[label] = live, current
 
+    def add_twins(self, labels: np.ndarray, positions: np.ndarray, live: np.ndarray,
+                  current: np.ndarray) -> None:
+        """Let ``labels`` stand also for the rows at ``positions`` (with those rows' flags)."""
+        if not len(labels):
+            return
+        np.logical_or.at(self.live, labels, live)
+        np.logical_or.at(self.current, labels, current)
+        self.blocked = self.count - int(np.count_nonzero(self.current[:self.count]))
+        end = self.twin_count + len(labels)
+        if end > len(self.twin_pos):
+            cap = max(end, 2 * len(self.twin_pos), 64)
+            self.twin_labels = np.resize(self.twin_labels, cap)
+            self.twin_pos = np.resize(self.twin_pos, cap)
+        self.twin_labels[self.twin_count:end] = labels
+        self.twin_pos[self.twin_count:end] = positions
+        self.twin_count = end
+        for label, pos in zip(labels.tolist(), positions.tolist()):
+            self.twins.setdefault(label, []).append(pos)
+
+    def members(self, label: int) -> np.ndarray:
+        """Row positions ``label`` stands for (its first row -1 once that row is gone)."""
+        return np.array([self.pos[label], *self.twins.get(label, ())], dtype=np.int64)
+
+    def reflag(self, label: int, dead: np.ndarray, hidden: np.ndarray) -> None:
+        """Set ``label``'s flags from its rows' (``dead``, ``hidden``: the partition's per row)."""
+        rows = self.members(label)
+        rows = rows[rows >= 0]
+        alive = ~dead[rows]
+        self.flag(label, bool(alive.any()), bool((alive & ~hidden[rows]).any()))
+
+    def labels_allowed(self, rows_allowed: np.ndarray) -> np.ndarray:
+        """Per label, whether any of its rows is allowed (``rows_allowed`` ends in one False)."""
+        last = len(rows_allowed) - 1
+        pos = self.pos[:self.count]
+        allowed = rows_allowed[np.where((pos >= 0) & (pos < last), pos, last)]
+        if self.twin_count:
+            pos = self.twin_pos[:self.twin_count]
+            hit = rows_allowed[np.where(pos < last, pos, last)]
+            allowed[self.twin_labels[:self.twin_count][hit]] = True
+        return allowed
+
+    def remember(self, keys: np.ndarray) -> None:
+        """Take ``keys`` (``vector_keys``) as those of labels 0, 1, ... (for ``place``)."""
+        self._keys = dict(zip(keys.tolist(), range(len(keys))))
+
+    def place(self, vectors: np.ndarray,
+              take: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Decide which of ``vectors`` (rows about to enter) need a node; the others are twins.
+
+        Returns ``(new, labels)``: whether each row needs a node of its own, and its label (the
+        nodes to be added get the next labels in order). ``take(positions)`` returns rows' vectors.
+        """
+        if self._keys is None:
+            self._keys = {}
+            labels = np.flatnonzero(self.pos[:self.count] >= 0)
+            for s in range(0, len(labels), 8192):
+                part = labels[s:s + 8192]
+                self._keys.update(zip(vector_keys(take(self.pos[part])).tolist(), part.tolist()))
+        keys = vector_keys(vectors).tolist()
+        labels = np.array([self._keys.get(key, -1) for key in keys], dtype=np.int64)
+        known = np.flatnonzero(labels >= 0)
+        if len(known):
+            origin = self.pos[labels[known]]
+            same = origin >= 0
+            same[same] = (take(origin[same]) == vectors[known[same]]).all(axis=1)
+            labels[known[~same]] = -1
+        new = labels < 0
+        first: dict[int, int] = {}  # key -> the row of this batch that brings it
+        next_label = self.count
+        for i in np.flatnonzero(new).tolist():
+            j = first.get(keys[i])
+            if j is not None and np.array_equal(vectors[i], vectors[j]):
+                labels[i], new[i] = labels[j], False
+                continue
+            first.setdefault(keys[i], i)
+            labels[i] = next_label
+            self._keys[keys[i]] = next_label
+            next_label += 1
+        return new, labels
+
     def search(self, query: np.ndarray, k: int, allowed: np.ndarray,
                share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Search the labels where ``allowed`` is set: the best ``k`` (row positions, similarities).
+        """Search the labels where ``allowed`` is set: rows of the best ``k``, with similarities.
 
         The walk itself skips the others (a FAISS selector over a bitmap), so they cannot starve the
-        result. ``share``: this graph's part of the rows a query walks in several graphs; its
+        result. A label's rows are all returned, its twins included, and may hold rows the caller
+        does not allow (a label is allowed when any of its rows is) or -1 (a row gone since a save).
+        ``share``: this graph's part of the rows a query walks in several graphs; its
         candidate list shrinks with it (never below ``2 k``), so that walking two graphs costs about
         what one graph of them all would, not twice that.
         """
@@ -148,8 +238,15 @@ class Graph:
         params.sel = selector
         sims, labels = self.index.search(query.reshape(1, -1), min(k, n_allowed), params=params)
         del selector, bits
-        valid = labels[0] >= 0
-        return self.pos[labels[0][valid]], sims[0][valid].astype(np.float32)
+        labels, sims = labels[0][labels[0] >= 0], sims[0][labels[0] >= 0].astype(np.float32)
+        positions = self.pos[labels]
+        shared = [(self.twins[label], sim) for label, sim in zip(labels.tolist(), sims.tolist())
+                  if label in self.twins]
+        if shared:
+            positions = np.concatenate([positions, *(np.array(rows) for rows, _ in shared)])
+            sims = np.concatenate([sims, *(np.full(len(rows), sim, dtype=np.float32)
+                                           for rows, sim in shared)])
+        return positions, sims
 
 
 _BLAS_LIMITED = False
@@ -192,6 +289,9 @@ class Rebuild:
 
     epoch: int
     vectors: RowVectors  # the rows as they were: rows below its length never change
-    positions: np.ndarray
+    positions: np.ndarray  # one row per distinct vector: the graph's labels, in order
     graph: Graph
+    twins: np.ndarray  # the other rows, each sharing the label ``twin_of`` gives it
+    twin_of: np.ndarray
+    keys: np.ndarray  # of ``positions``' vectors (``vector_keys``)
     done: int = 0

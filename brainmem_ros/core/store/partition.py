@@ -9,10 +9,8 @@ still reach them, but out of the way of default queries: a large partition has a
 history graph (see "graphs" below). Deleted rows are tombstoned until the partition is compacted.
 
 Rows enter a graph behind the write, not in it: new rows join the partition's arrays at once (the
-"tail", searched exactly) and ``index_tail`` moves them into a graph in small chunks, which
-``LongTermStore`` does on a background thread. Inserting into HNSW is the most expensive step of an
-ingest; FAISS runs it without the interpreter lock, so it overlaps the next batch's SQLite work on
-another core, and a retrieval never waits behind more than one chunk.
+"tail", searched exactly) and ``index_tail`` moves them into a graph in small chunks, on the
+background indexer's thread (``indexer.py`` says why).
 """
 from __future__ import annotations
 
@@ -26,7 +24,10 @@ from tqdm import tqdm
 
 from brainmem_ros.core.store.graph import (
     Graph, IndexSettings, Rebuild, limit_blas_threads, top_indices)
+from brainmem_ros.core.store.graph_files import (
+    SavedGraph, history_path, positions_of, read_graph, remove_graph, write_graph)
 from brainmem_ros.core.store.rows import RowVectors
+from brainmem_ros.core.store.twins import group_identical
 
 __all__ = ["Partition"]
 
@@ -139,10 +140,9 @@ class Partition:
                 return
             self._hidden[pos] = hidden
             where = self._graph_of[pos]
-            if where == _CURRENT:
-                self._current.flag(self._label[pos], True, not hidden)
-            elif where == _HISTORY:
-                self._history.flag(self._label[pos], True, not hidden)
+            if where != _TAIL:
+                self._reflag(where, pos)
+            if where == _HISTORY:
                 (self._reopened.discard if hidden else self._reopened.add)(pos)
 
     def remove(self, rowid: int) -> bool:
@@ -152,14 +152,17 @@ class Partition:
                 return False
             self._dead[pos] = True
             where = self._graph_of[pos]
-            if where == _CURRENT:
-                self._current.flag(self._label[pos], False, False)
-            elif where == _HISTORY:
-                self._history.flag(self._label[pos], False, False)
-                self._reopened.discard(pos)
-            else:
+            if where == _TAIL:
                 self._dead_outside += 1
+            else:
+                self._reflag(where, pos)
+                self._reopened.discard(pos)
             return True
+
+    def _reflag(self, where: int, pos: int) -> None:
+        """Set the flags of the label of the row at ``pos`` (changed) from all of its rows."""
+        graph = self._current if where == _CURRENT else self._history
+        graph.reflag(self._label[pos], self._dead, self._hidden)
 
     def alive_count(self) -> int:
         return len(self.position)
@@ -235,15 +238,20 @@ class Partition:
                 graph = self._current if kind == _CURRENT else self._history
                 graph.prepare(lambda: self._vectors.sample(  # a quantised graph's value ranges
                     np.flatnonzero(~self._dead[:self.size]), self.settings.training_rows))
-                graph.index.add(np.ascontiguousarray(vectors[mask]))
+                new, labels = graph.place(vectors[mask], self._vectors.take)
+                graph.index.add(np.ascontiguousarray(vectors[mask][new]))
                 with self._rows_lock:
-                    self._adopt_labels(kind, graph, todo[mask])
+                    self._adopt_labels(kind, graph, todo[mask][new])
+                    self._adopt_labels(kind, graph, todo[mask][~new], labels[~new])
             return len(todo)
 
-    def _adopt_labels(self, kind: int, graph: Graph, positions: np.ndarray) -> None:
+    def _adopt_labels(self, kind: int, graph: Graph, positions: np.ndarray,
+                      twin_of: Optional[np.ndarray] = None) -> None:
         """Record that ``graph``'s next labels are the rows at ``positions`` (-1: none).
 
-        With the rows' flags as they are now (a row may have been superseded or deleted meanwhile).
+        Or, given ``twin_of``, that those rows share the labels ``twin_of`` (their vectors are
+        identical). With the rows' flags as they are now (a row may have been superseded or deleted
+        meanwhile).
         """
         valid = positions >= 0
         rows = positions[valid]
@@ -251,8 +259,12 @@ class Partition:
         live[valid] = ~self._dead[rows]
         current = live.copy()
         current[valid] &= ~self._hidden[rows]
-        labels = np.arange(graph.count, graph.count + len(positions))[valid]
-        graph.append_labels(positions, live, current)
+        if twin_of is None:
+            labels = np.arange(graph.count, graph.count + len(positions))[valid]
+            graph.append_labels(positions, live, current)
+        else:
+            labels = twin_of[valid]
+            graph.add_twins(labels, rows, live[valid], current[valid])
         self._dead_outside -= int(
             np.count_nonzero(self._dead[rows] & (self._graph_of[rows] == _TAIL)))
         self._in_graphs += int(np.count_nonzero(self._graph_of[rows] == _TAIL))
@@ -261,13 +273,12 @@ class Partition:
         if kind == _HISTORY:
             self._reopened.update(positions[current].tolist())
 
-    def _install(self, kind: int, graph: Graph, positions: np.ndarray) -> None:
-        """Make ``graph``, whose labels are the rows at ``positions``, the graph of ``kind``."""
+    def _install(self, kind: int, graph: Graph, positions: np.ndarray, twins: np.ndarray,
+                 twin_of: np.ndarray) -> None:
+        """Make ``graph`` (``positions``' labels, ``twins`` sharing ``twin_of``) ``kind``'s."""
         self._adopt_labels(kind, graph, positions)
-        if kind == _CURRENT:
-            self._current = graph
-        else:
-            self._history = graph
+        self._adopt_labels(kind, graph, twins, twin_of)
+        setattr(self, "_current" if kind == _CURRENT else "_history", graph)
         self._fit_precision()
 
     def _fit_precision(self) -> None:
@@ -299,11 +310,12 @@ class Partition:
         work = self.index_tail(max_rows)
         if self._rebuild is None and self.regraph_due():
             with self._rows_lock:
-                n = self.size
+                n, epoch, vectors = self.size, self._epoch, self._vectors
                 keep = np.flatnonzero((self._graph_of[:n] != _HISTORY) & ~self._hidden[:n]
                                       & ~self._dead[:n])
-                self._rebuild = Rebuild(self._epoch, self._vectors, keep,
-                                        Graph(self.settings, rows=len(keep)))
+            firsts, twins, twin_of, keys = group_identical(vectors.take, keep)
+            self._rebuild = Rebuild(epoch, vectors, firsts, Graph(self.settings, rows=len(firsts)),
+                                    twins, twin_of, keys)
         rebuild = self._rebuild
         if rebuild is not None:
             chunk = rebuild.positions[rebuild.done:rebuild.done + max_rows]
@@ -321,15 +333,18 @@ class Partition:
             if self._rebuild is not rebuild or rebuild.epoch != self._epoch:
                 return  # compacted meanwhile: that rebuilt everything already
             old = self._current
-            leaving = old.pos[:old.count]
+            leaving = np.concatenate([old.pos[:old.count], old.twin_pos[:old.twin_count]])
             # The rows it held that the new one lacks go to the history graph.
             self._graph_of[leaving[leaving >= 0]] = _TAIL
             # A row superseded and moved into the history graph during the build stays there only.
             positions = np.where(self._graph_of[rebuild.positions] == _HISTORY, -1,
                                  rebuild.positions)
+            stay = self._graph_of[rebuild.twins] != _HISTORY
             self._recount()
-            self._adopt_labels(_CURRENT, rebuild.graph, positions)
-            self._current, self._rebuild = rebuild.graph, None
+            rebuild.graph.remember(rebuild.keys)
+            self._install(_CURRENT, rebuild.graph, positions, rebuild.twins[stay],
+                          rebuild.twin_of[stay])
+            self._rebuild = None
             self._recount()
 
     def build_hnsw(self) -> None:
@@ -348,36 +363,38 @@ class Partition:
                  (_HISTORY, np.flatnonzero(live & self._hidden[:n])))
         with tqdm(total=int(np.count_nonzero(live)), desc="building the vector index", unit="vec",
                   leave=False, disable=n < 50000) as bar:
-            for kind, positions in parts:
-                if kind == _HISTORY and not len(positions):
+            for kind, rows in parts:
+                if kind == _HISTORY and not len(rows):
                     continue
+                positions, twins, twin_of, keys = group_identical(self._vectors.take, rows)
                 graph = Graph(self.settings, history=kind == _HISTORY, rows=len(positions))
+                graph.remember(keys)
                 graph.prepare(lambda: self._vectors.sample(positions, self.settings.training_rows))
                 for start in range(0, len(positions), _BUILD_STEP):
                     chunk = positions[start:start + _BUILD_STEP]
                     graph.index.add(self._vectors.take(chunk))
                     bar.update(len(chunk))
-                self._install(kind, graph, positions)
+                bar.update(len(twins))
+                self._install(kind, graph, positions, twins, twin_of)
         self._recount()
 
     def save_graph(self, path: Path) -> None:
-        """Save the graphs with the rowid behind each label (-1 for deleted rows)."""
+        """Save the graphs with the rowid behind each label (-1 for deleted rows) and the twins."""
         with self._graph_lock:
-            for graph, target in ((self._current, path), (self._history, _history_path(path))):
+            for graph, target in ((self._current, path), (self._history, history_path(path))):
                 if graph is None:
-                    for stale in (target, target.with_suffix(".rowids.npy")):
-                        stale.unlink(missing_ok=True)
+                    remove_graph(target)
                     continue
                 with self._rows_lock:
                     pos = graph.pos[:graph.count]
                     safe = np.maximum(pos, 0)
                     rowids = np.where((pos >= 0) & ~self._dead[safe], self._rowids[safe], -1)
-                partial_graph = target.with_name(target.name + ".partial")
-                partial_rowids = target.with_name(target.name + ".rowids-partial.npy")
-                faiss.write_index(graph.index, str(partial_graph))
-                np.save(partial_rowids, rowids)
-                partial_rowids.replace(target.with_suffix(".rowids.npy"))
-                partial_graph.replace(target)
+                    twins = graph.twin_pos[:graph.twin_count]
+                    alive = ~self._dead[twins]
+                    saved = SavedGraph(graph.index, rowids,
+                                       graph.twin_labels[:graph.twin_count][alive],
+                                       self._rowids[twins[alive]])
+                write_graph(target, saved)
 
     def load_graph(self, path: Path) -> bool:
         """Adopt saved graphs if every row they index still exists.
@@ -387,47 +404,36 @@ class Partition:
         rebuilds.
         """
         loaded = []
-        for kind, target in ((_CURRENT, path), (_HISTORY, _history_path(path))):
+        for kind, target in ((_CURRENT, path), (_HISTORY, history_path(path))):
             try:
-                saved = np.load(target.with_suffix(".rowids.npy"))
-                index = faiss.read_index(str(target))
+                saved = read_graph(target, self.settings.dim, self.settings.compact)
             except FileNotFoundError:
                 if kind == _CURRENT:
                     return False
                 continue
-            except (OSError, ValueError, RuntimeError):
+            if saved is None:
                 return False
-            if index.ntotal != len(saved) or index.d != self.settings.dim or saved.ndim != 1:
+            held = (self._rowids[:self.size], self._dead[:self.size])
+            positions, twins = positions_of(*held, saved.rowids), positions_of(*held,
+                                                                               saved.twin_rowids)
+            if np.count_nonzero((positions < 0) & (saved.rowids >= 0)) or np.any(twins < 0):
                 return False
-            if isinstance(index, faiss.IndexHNSWSQ) != self.settings.compact:
-                return False  # saved under the other RAM precision: rebuilt in this one
-            positions = self._positions_of(saved)
-            if np.count_nonzero((positions < 0) & (saved >= 0)):
-                return False
-            loaded.append((kind, index, positions))
+            loaded.append((kind, saved.index, positions, twins, saved.twin_labels))
         with self._graph_lock, self._rows_lock:
             self._graph_of[:self.size] = _TAIL
             self._recount()
-            for kind, index, positions in loaded:
+            for kind, index, positions, twins, twin_of in loaded:
                 # Saved one after the other, the two files may disagree after a crash: a row claimed
                 # by the current graph is not taken again by the history graph.
                 valid = positions >= 0
                 taken = valid.copy()
                 taken[valid] = self._graph_of[positions[valid]] != _TAIL
                 positions = np.where(taken, -1, positions)
-                self._install(kind, Graph(self.settings, index), positions)
+                free = self._graph_of[twins] == _TAIL
+                self._install(kind, Graph(self.settings, index), positions, twins[free],
+                              twin_of[free])
             self._recount()
         return True
-
-    def _positions_of(self, rowids: np.ndarray) -> np.ndarray:
-        """Row position of each rowid, -1 where the partition has no such row."""
-        if not self.size or not len(rowids):
-            return np.full(len(rowids), -1, dtype=np.int64)
-        order = np.argsort(self._rowids[:self.size], kind="stable")
-        ranked = self._rowids[:self.size][order]
-        at = np.minimum(np.searchsorted(ranked, rowids), self.size - 1)
-        alive = (ranked[at] == rowids) & ~self._dead[order[at]]
-        return np.where(alive, order[at], -1)
 
     # -- search -----------------------------------------------------------------------------
     def search(self, query: np.ndarray, k: int, since: float = 0.0, until: float = 0.0,
@@ -464,17 +470,17 @@ class Partition:
             for graph in graphs:
                 share = graph.count / walked
                 if timed:  # rows added since ``allowed`` was taken are left out of this query
-                    padded = np.append(allowed, False)
-                    pos = graph.pos[:graph.count]
-                    labels_allowed = padded[np.where((pos >= 0) & (pos < n), pos, n)]
+                    labels_allowed = graph.labels_allowed(np.append(allowed, False))
                 else:
                     labels_allowed = (graph.live if include_hidden else graph.current)[:graph.count]
+                wanted = k * self.settings.rescore_factor if self.settings.compact else k
+                positions, sims = graph.search(query, wanted, labels_allowed, share)
+                # a label is allowed when any of its rows is: its other rows are dropped here
+                keep = (positions >= 0) & (positions < n)
+                keep[keep] = allowed[positions[keep]]
+                positions, sims = positions[keep], sims[keep]
                 if self.settings.compact:  # candidates ranked again by the rows' own codes
-                    positions, _ = graph.search(query, k * self.settings.rescore_factor,
-                                                labels_allowed, share)
                     sims = self._vectors.dot(positions, query)
-                else:
-                    positions, sims = graph.search(query, k, labels_allowed, share)
                 found_pos.append(positions)
                 found_sims.append(sims)
             # Scored exactly: rows in no graph yet, and history rows current again (default queries)
@@ -492,7 +498,3 @@ class Partition:
             top = top_indices(sims, k)
             positions, sims = positions[top], sims[top]
         return self._rowids[positions], sims
-
-
-def _history_path(path: Path) -> Path:
-    return path.with_name(f"{path.stem}.history{path.suffix}")
