@@ -47,18 +47,19 @@ class StoreSection:
     exact_below: int = p(
         10000, "partitions (agent, zone) smaller than this use exact search; larger ones HNSW", 0,
         10**9)
-    hnsw_m: int = p(16, "HNSW graph degree of current graphs under hnsw_large_rows rows", 4, 128)
+    hnsw_m: int = p(16, "HNSW graph degree of current graphs under hnsw_large_rows nodes", 4, 128)
     hnsw_large_m: int = p(
-        24, "HNSW graph degree of current graphs of hnsw_large_rows rows or more (a graph that "
+        24, "HNSW graph degree of current graphs of hnsw_large_rows nodes or more (a graph that "
         "grows past that is rebuilt in the background with it)", 4, 128)
     hnsw_large_rows: int = p(
-        100000, "current graphs from this many rows are built with hnsw_large_m (0: never)", 0,
+        100000, "current graphs from this many nodes (distinct vectors; rows with an identical "
+        "vector share one) are built with hnsw_large_m (0: never)", 0,
         10**9)
     hnsw_ef_construction: int = p(40, "HNSW build-time candidate list", 8, 1024)
     hnsw_ef_search: int = p(128, "HNSW query-time candidate list (recall against latency)", 8, 4096)
     hnsw_ef_reference_rows: int = p(
-        40000, "graphs larger than this search with hnsw_ef_search scaled by "
-        "(rows / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
+        40000, "graphs of more nodes than this search with hnsw_ef_search scaled by "
+        "(nodes / this)^0.75, to keep recall as they grow (0: never scaled)", 0, 10**9)
     hnsw_history_m: int = p(
         16, "HNSW graph degree of the history graph (superseded facts, walked only by "
         "history queries)", 4, 128)
@@ -73,7 +74,7 @@ class StoreSection:
         16)
     regraph_share: float = p(
         0.25, "rebuild a partition's current HNSW graph in the background once this share of "
-        "its rows is superseded or deleted", 0.01, 1.0)
+        "its nodes has every row superseded or deleted", 0.01, 1.0)
     synchronous: str = p(
         "FULL", "SQLite synchronous mode: FULL survives power cuts, NORMAL only process crashes",
         choices=("FULL", "NORMAL"))
