@@ -15,7 +15,7 @@ import faiss
 import numpy as np
 
 from brainmem_ros.core.store.rows import RowVectors
-from brainmem_ros.core.store.twins import vector_keys
+from brainmem_ros.core.store.twins import keys_of, vector_keys
 
 __all__ = ["IndexSettings", "Graph", "Rebuild", "insert_on_one_thread", "limit_blas_threads",
            "top_indices"]
@@ -140,9 +140,11 @@ class Graph:
         """Let ``labels`` stand also for the rows at ``positions`` (with those rows' flags)."""
         if not len(labels):
             return
+        touched = np.unique(labels)
+        was_current = int(np.count_nonzero(self.current[touched]))
         np.logical_or.at(self.live, labels, live)
         np.logical_or.at(self.current, labels, current)
-        self.blocked = self.count - int(np.count_nonzero(self.current[:self.count]))
+        self.blocked -= int(np.count_nonzero(self.current[touched])) - was_current
         end = self.twin_count + len(labels)
         if end > len(self.twin_pos):
             cap = max(end, 2 * len(self.twin_pos), 64)
@@ -188,11 +190,8 @@ class Graph:
         nodes to be added get the next labels in order). ``take(positions)`` returns rows' vectors.
         """
         if self._keys is None:
-            self._keys = {}
             labels = np.flatnonzero(self.pos[:self.count] >= 0)
-            for s in range(0, len(labels), 8192):
-                part = labels[s:s + 8192]
-                self._keys.update(zip(vector_keys(take(self.pos[part])).tolist(), part.tolist()))
+            self._keys = dict(zip(keys_of(take, self.pos[labels]).tolist(), labels.tolist()))
         keys = vector_keys(vectors).tolist()
         labels = np.array([self._keys.get(key, -1) for key in keys], dtype=np.int64)
         known = np.flatnonzero(labels >= 0)

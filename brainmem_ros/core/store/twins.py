@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["vector_keys", "group_identical"]
+__all__ = ["vector_keys", "keys_of", "group_identical"]
 
 _CHUNK = 8192  # rows compared at a time, so grouping never copies a partition's vectors whole
 _MULTIPLIERS = np.random.default_rng(20261207).integers(
@@ -31,6 +31,12 @@ def vector_keys(vectors: np.ndarray) -> np.ndarray:
         return (words * weights).sum(axis=1, dtype=np.uint64)
 
 
+def keys_of(take: Callable[[np.ndarray], np.ndarray], positions: np.ndarray) -> np.ndarray:
+    """Return ``vector_keys`` of the rows at ``positions``, ``take(rows)`` giving their vectors."""
+    return np.concatenate([np.zeros(0, dtype=np.uint64)] + [
+        vector_keys(take(positions[s:s + _CHUNK])) for s in range(0, len(positions), _CHUNK)])
+
+
 def group_identical(take: Callable[[np.ndarray], np.ndarray],
                     positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split ``positions`` into one row per distinct vector and the twins of those rows.
@@ -40,8 +46,7 @@ def group_identical(take: Callable[[np.ndarray], np.ndarray],
     ``firsts`` of the row whose vector it has, and the firsts' keys (``vector_keys``).
     """
     positions = np.asarray(positions, dtype=np.int64)
-    keys = np.concatenate([np.zeros(0, dtype=np.uint64)] + [
-        vector_keys(take(positions[s:s + _CHUNK])) for s in range(0, len(positions), _CHUNK)])
+    keys = keys_of(take, positions)
     if len(positions) < 2:
         return positions, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), keys
     _, first_of_key, which = np.unique(keys, return_index=True, return_inverse=True)
