@@ -8,7 +8,7 @@ import faiss
 import numpy as np
 import pytest
 
-from brainmem_ros.core.store.graph import IndexSettings
+from brainmem_ros.core.store.graph import Graph, IndexSettings
 from brainmem_ros.core.store.partition import Partition
 
 DIM = 16
@@ -319,3 +319,26 @@ def test_a_history_query_walks_its_two_graphs_on_one_candidate_list():
             assert len(set(got.tolist()) & set(want.tolist())) >= 9
         walks[history] = faiss.cvar.hnsw_stats.ndis
     assert walks[True] < 1.4 * walks[False]  # each graph on a whole list of its own: 1.5 times
+
+
+def test_a_graph_keeps_its_flag_bitmap_only_until_a_flag_changes():
+    """Each search reuses the flags' bitmap, so every change must steer the next search."""
+    graph = Graph(SETTINGS)
+    vectors = unit_vectors(300, 13)
+    graph.index.add(vectors[:200])
+    graph.append_labels(np.arange(200), np.ones(200, bool), np.ones(200, bool))
+    assert graph.search(vectors[5], 1)[0].tolist() == [5]
+    graph.flag(5, True, False)  # superseded: live, no longer current
+    assert 5 not in graph.search(vectors[5], 10)[0].tolist()
+    assert graph.search(vectors[5], 1, hidden=True)[0].tolist() == [5]
+    graph.index.add(vectors[200:])  # labels added after a search are found by the next one
+    graph.append_labels(np.arange(200, 300), np.ones(100, bool), np.ones(100, bool))
+    assert graph.search(vectors[250], 1)[0].tolist() == [250]
+    graph.flag(250, False, False)  # deleted
+    assert 250 not in graph.search(vectors[250], 10, hidden=True)[0].tolist()
+    graph.add_twins(np.array([250]), np.array([400]), np.array([True]), np.array([True]))
+    assert sorted(graph.search(vectors[250], 1)[0].tolist()) == [250, 400]  # a copy revives it
+    timed = np.zeros(300, bool)
+    timed[7] = True  # an explicit selection leaves the kept bitmaps alone
+    assert graph.search(vectors[5], 1, timed)[0].tolist() == [7]
+    assert graph.search(vectors[7], 1)[0].tolist() == [7]

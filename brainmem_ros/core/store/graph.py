@@ -111,6 +111,8 @@ class Graph:
         self.twin_pos = np.zeros(0, dtype=np.int64)
         self.twin_count = 0
         self._keys: Optional[dict[int, int]] = None  # vector key -> label, made on first match
+        # per flag ("live", "current"): packed bitmap, labels set, FAISS parameters selecting them
+        self._packed: dict[str, tuple[np.ndarray, int, faiss.SearchParametersHNSW]] = {}
 
     def prepare(self, sample: Callable[[], np.ndarray]) -> None:
         """Before the first insertion, learn a quantised graph's value ranges from ``sample()``."""
@@ -128,12 +130,14 @@ class Graph:
                 setattr(self, name, new)
         sl = slice(self.count, self.count + n)
         self.pos[sl], self.live[sl], self.current[sl] = positions, live, current
+        self._packed.clear()
         self.count += n
         self.blocked += n - int(np.count_nonzero(current))
 
     def flag(self, label: int, live: bool, current: bool) -> None:
         self.blocked += int(self.current[label]) - int(current)
         self.live[label], self.current[label] = live, current
+        self._packed.clear()
 
     def add_twins(self, labels: np.ndarray, positions: np.ndarray, live: np.ndarray,
                   current: np.ndarray) -> None:
@@ -144,6 +148,7 @@ class Graph:
         was_current = int(np.count_nonzero(self.current[touched]))
         np.logical_or.at(self.live, labels, live)
         np.logical_or.at(self.current, labels, current)
+        self._packed.clear()
         self.blocked -= int(np.count_nonzero(self.current[touched])) - was_current
         end = self.twin_count + len(labels)
         if end > len(self.twin_pos):
@@ -214,38 +219,60 @@ class Graph:
             next_label += 1
         return new, labels
 
-    def search(self, query: np.ndarray, k: int, allowed: np.ndarray,
-               share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Search the labels where ``allowed`` is set: rows of the best ``k``, with similarities.
+    def search(self, query: np.ndarray, k: int, allowed: Optional[np.ndarray] = None,
+               share: float = 1.0, hidden: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Search the labels ``allowed`` sets: rows of the best ``k``, with similarities.
 
-        The walk itself skips the others (a FAISS selector over a bitmap), so they cannot starve the
-        result. A label's rows are all returned, its twins included, and may hold rows the caller
-        does not allow (a label is allowed when any of its rows is) or -1 (a row gone since a save).
+        ``allowed`` None: the labels the flags allow (``live`` with ``hidden``, else ``current``),
+        whose bitmap and FAISS parameters are kept until a flag changes, as a query runs far more
+        often than the flags change. The walk itself skips the others (a FAISS selector over a
+        bitmap), so they cannot starve the result. A label's rows are all returned, its twins
+        included, and may hold rows the caller does not allow (a label is allowed when any of its
+        rows is) or -1 (a row gone since a save).
         ``share``: this graph's part of the rows a query walks in several graphs; its
         candidate list shrinks with it (never below ``2 k``), so that walking two graphs costs about
         what one graph of them all would, not twice that.
         """
-        n_allowed = int(np.count_nonzero(allowed))
+        if allowed is None:
+            bits, n_allowed, params = self._flagged("live" if hidden else "current")
+        else:
+            bits, n_allowed, params = self._selecting(allowed)
         if n_allowed == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        ef = self.settings.ef_for(self.count)
+        ef = max(round(ef * share), min(ef, 2 * k), k)
+        if params.efSearch != ef:
+            params.efSearch = ef
+        sims, labels = self.index.search(query.reshape(1, -1), min(k, n_allowed), params=params)
+        del bits  # held until here: the selector reads it and SWIG does not keep it
+        found = labels[0] >= 0
+        labels, sims = labels[0][found], sims[0][found].astype(np.float32)
+        positions = self.pos[labels]
+        if self.twin_count:
+            shared, counts = [], []
+            for label in labels.tolist():
+                rows = self.twins.get(label, ())
+                shared += rows
+                counts.append(len(rows))
+            if shared:
+                positions = np.concatenate([positions, np.array(shared, dtype=np.int64)])
+                sims = np.concatenate([sims, np.repeat(sims, counts)])
+        return positions, sims
+
+    def _flagged(self, flag: str) -> tuple[np.ndarray, int, faiss.SearchParametersHNSW]:
+        kept = self._packed.get(flag)
+        if kept is None:
+            kept = self._packed[flag] = self._selecting(getattr(self, flag)[:self.count])
+        return kept
+
+    @staticmethod
+    def _selecting(allowed: np.ndarray) -> tuple[np.ndarray, int, faiss.SearchParametersHNSW]:
+        """Return a bitmap of ``allowed``, how many it sets, and parameters selecting them."""
         bits = np.packbits(allowed, bitorder="little")
         params = faiss.SearchParametersHNSW()
-        ef = self.settings.ef_for(self.count)
-        params.efSearch = max(round(ef * share), min(ef, 2 * k), k)
-        # FAISS bounds the bitmap by its length in bytes. ``bits`` is held: SWIG does not keep it.
-        selector = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
-        params.sel = selector
-        sims, labels = self.index.search(query.reshape(1, -1), min(k, n_allowed), params=params)
-        del selector, bits
-        labels, sims = labels[0][labels[0] >= 0], sims[0][labels[0] >= 0].astype(np.float32)
-        positions = self.pos[labels]
-        shared = [(self.twins[label], sim) for label, sim in zip(labels.tolist(), sims.tolist())
-                  if label in self.twins]
-        if shared:
-            positions = np.concatenate([positions, *(np.array(rows) for rows, _ in shared)])
-            sims = np.concatenate([sims, *(np.full(len(rows), sim, dtype=np.float32)
-                                           for rows, sim in shared)])
-        return positions, sims
+        # FAISS bounds the bitmap by its length in bytes; the caller holds ``bits`` while it runs.
+        params.sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
+        return bits, int(np.count_nonzero(allowed)), params
 
 
 _BLAS_LIMITED = False

@@ -467,22 +467,20 @@ class Partition:
             graphs = [self._current, *([self._history] if include_hidden and self._history else [])]
             found_pos, found_sims = [], []
             walked = max(1, sum(graph.count for graph in graphs))  # one candidate list for all
+            wanted = k * self.settings.rescore_factor if self.settings.compact else k
             for graph in graphs:
-                share = graph.count / walked
-                if timed:  # rows added since ``allowed`` was taken are left out of this query
-                    labels_allowed = graph.labels_allowed(np.append(allowed, False))
-                else:
-                    labels_allowed = (graph.live if include_hidden else graph.current)[:graph.count]
-                wanted = k * self.settings.rescore_factor if self.settings.compact else k
-                positions, sims = graph.search(query, wanted, labels_allowed, share)
+                # rows added since ``allowed`` was taken are left out of a timed query
+                positions, sims = graph.search(
+                    query, wanted, graph.labels_allowed(np.append(allowed, False)) if timed
+                    else None, graph.count / walked, include_hidden)
                 # a label is allowed when any of its rows is: its other rows are dropped here
                 keep = (positions >= 0) & (positions < n)
                 keep[keep] = allowed[positions[keep]]
-                positions, sims = positions[keep], sims[keep]
-                if self.settings.compact:  # candidates ranked again by the rows' own codes
-                    sims = self._vectors.dot(positions, query)
-                found_pos.append(positions)
-                found_sims.append(sims)
+                found_pos.append(positions[keep])
+                found_sims.append(sims[keep])
+            if self.settings.compact:  # candidates ranked again by the rows' own codes
+                found_pos = [np.concatenate(found_pos)]
+                found_sims = [self._vectors.dot(found_pos[0], query)]
             # Scored exactly: rows in no graph yet, and history rows current again (default queries)
             low = min(self._low, n)
             extra = np.flatnonzero(allowed[low:n] & (self._graph_of[low:n] == _TAIL)) + low
@@ -494,7 +492,7 @@ class Partition:
             found_pos.append(extra)
             found_sims.append(self._vectors.dot(extra, query))
         positions, sims = np.concatenate(found_pos), np.concatenate(found_sims)
-        if len(found_pos) > 1 or len(positions) > k:
+        if len(positions) > 1:  # several graphs, twins and rescoring each leave them unordered
             top = top_indices(sims, k)
             positions, sims = positions[top], sims[top]
         return self._rowids[positions], sims
