@@ -238,11 +238,12 @@ class Partition:
                 graph = self._current if kind == _CURRENT else self._history
                 graph.prepare(lambda: self._vectors.sample(  # a quantised graph's value ranges
                     np.flatnonzero(~self._dead[:self.size]), self.settings.training_rows))
-                new, labels = graph.place(vectors[mask], self._vectors.take)
-                graph.index.add(np.ascontiguousarray(vectors[mask][new]))
+                rows, chunk = todo[mask], vectors[mask]
+                new, labels = graph.place(chunk, self._vectors.take)
+                graph.index.add(np.ascontiguousarray(chunk[new]))
                 with self._rows_lock:
-                    self._adopt_labels(kind, graph, todo[mask][new])
-                    self._adopt_labels(kind, graph, todo[mask][~new], labels[~new])
+                    self._adopt_labels(kind, graph, rows[new])
+                    self._adopt_labels(kind, graph, rows[~new], labels[~new])
             return len(todo)
 
     def _adopt_labels(self, kind: int, graph: Graph, positions: np.ndarray,
@@ -468,11 +469,12 @@ class Partition:
             found_pos, found_sims = [], []
             walked = max(1, sum(graph.count for graph in graphs))  # one candidate list for all
             wanted = k * self.settings.rescore_factor if self.settings.compact else k
+            # rows added since ``allowed`` was taken are left out of a timed query
+            padded = np.append(allowed, False) if timed else None
             for graph in graphs:
-                # rows added since ``allowed`` was taken are left out of a timed query
                 positions, sims = graph.search(
-                    query, wanted, graph.labels_allowed(np.append(allowed, False)) if timed
-                    else None, graph.count / walked, include_hidden)
+                    query, wanted, graph.labels_allowed(padded) if timed else None,
+                    graph.count / walked, include_hidden)
                 # a label is allowed when any of its rows is: its other rows are dropped here
                 keep = (positions >= 0) & (positions < n)
                 keep[keep] = allowed[positions[keep]]
